@@ -1,0 +1,100 @@
+"""The ``fusion_passes`` torch.compile backend: Inductor with our passes installed for one compile.
+
+    torch.compile(model, backend="fusion_passes")                       # all families (entry point)
+    torch.compile(model, backend=fusion_passes.backend(exclude=["qkv_packing"], mode="reduce-overhead"))
+
+``FusionBackend.__call__(gm, example_inputs)`` builds a ``FusionGraphPass`` per hook, chaining whatever pass
+the user had in that hook, and hands them to ``compile_fx`` as ``config_patches``: Inductor applies the
+patches only while it compiles, so global config is left exactly as it was.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import torch
+from torch._inductor import config as inductor_config
+from torch._inductor import metrics
+
+from . import records
+from .pass_manager import HOOK_CONFIG, FusionGraphPass
+from .patterns import get_family, resolve
+
+__all__ = ["FusionBackend", "backend", "fusion_passes_backend"]
+
+
+class FusionBackend:
+    """A configured backend callable. Build it with :func:`backend`."""
+
+    def __init__(self, patterns=None, exclude=(), mode: str | None = None, options: dict | None = None, dynamic=None):
+        self.patterns = resolve(patterns, exclude)
+        self.mode = mode
+        self.options = dict(options or {})
+        self.dynamic = dynamic
+        self._inductor_options()  # validate mode/options now, not at the first call
+
+    def __repr__(self) -> str:
+        return f"fusion_passes.backend(patterns={list(self.patterns)}, mode={self.mode!r}, options={self.options})"
+
+    def _inductor_options(self) -> dict[str, Any]:
+        from torch._inductor import list_mode_options
+
+        if self.mode is not None and self.mode not in list_mode_options():
+            raise ValueError(f"unknown mode {self.mode!r}; choose one of {', '.join(list_mode_options())}")
+        opts = dict(list_mode_options(self.mode, self.dynamic)) if self.mode else {}
+        opts.update(self.options)
+        valid = set(inductor_config.get_config_copy())
+        bad = [k for k in opts if k not in valid]
+        if bad:
+            raise ValueError(f"unknown Inductor option(s) {bad}; see torch._inductor.list_options() for valid ones")
+        return opts
+
+    def config_patches(self, grad_enabled: bool) -> dict[str, Any]:
+        """Inductor config for one compile: the user's mode/options plus our passes in their hooks."""
+        patches = self._inductor_options()
+        for hook, attr in HOOK_CONFIG.items():
+            families = tuple(n for n in self.patterns if get_family(n).HOOK == hook)
+            if not families:
+                continue
+            chained = patches.get(attr, getattr(inductor_config, attr))
+            patches[attr] = FusionGraphPass(hook, families, chained=chained, grad_enabled=grad_enabled)
+        return patches
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]):
+        from torch._inductor.compile_fx import compile_fx
+
+        grad_enabled = torch.is_grad_enabled() and any(
+            isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs
+        )
+        rec = records.new_record(self.patterns)
+        rec.num_nodes = len(gm.graph.nodes)
+        kernels_before = metrics.generated_kernel_count
+        start = time.perf_counter()
+        with records.active(rec):
+            compiled = compile_fx(gm, example_inputs, config_patches=self.config_patches(grad_enabled))
+        rec.compile_s = time.perf_counter() - start
+        if rec.passes_ran or not self.patterns:
+            rec.kernels = metrics.generated_kernel_count - kernels_before
+        return compiled
+
+    def compile(self, model, **kwargs):
+        """``torch.compile(model, backend=self, dynamic=self.dynamic, **kwargs)``."""
+        kwargs.setdefault("dynamic", self.dynamic)
+        return torch.compile(model, backend=self, **kwargs)
+
+
+def backend(patterns=None, exclude=(), mode: str | None = None, options: dict | None = None, dynamic=None):
+    """A backend for ``torch.compile(..., backend=fusion_passes.backend(...))``.
+
+    patterns: family names to enable (None: all); exclude: names to leave out. Unknown names raise ValueError
+    listing the valid ones. mode/options: forwarded to Inductor like ``torch.compile``'s (``mode=
+    "reduce-overhead"`` turns on CUDA graphs). dynamic: used by ``.compile()``, ``fuse`` and the CLI; with
+    ``torch.compile`` pass ``dynamic=`` there.
+    """
+    return FusionBackend(patterns=patterns, exclude=exclude, mode=mode, options=options, dynamic=dynamic)
+
+
+def fusion_passes_backend(gm: torch.fx.GraphModule, example_inputs):
+    """The entry-point backend behind ``backend="fusion_passes"``: every family, Inductor defaults."""
+    return FusionBackend()(gm, example_inputs)

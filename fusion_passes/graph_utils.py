@@ -1,0 +1,121 @@
+"""Graph helpers shared by the pass manager, the families and the reports.
+
+Where a family must look at the FX graph by hand (beyond Inductor's pattern matcher), the helpers live here
+so there is one definition of "the op a node calls", "where in the user's code it came from" and "how big
+the tensor it produces is".
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+from typing import Iterable
+
+import torch
+import torch.fx as fx
+
+__all__ = [
+    "op_name",
+    "op_counts",
+    "graph_code",
+    "source_location",
+    "first_source",
+    "tensor_bytes",
+    "val",
+    "snapshot",
+    "restore",
+    "is_op",
+]
+
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
+
+
+def op_name(node: fx.Node) -> str:
+    """``aten.mm`` for an ATen call, the function's name for other calls, ``node.op`` otherwise."""
+    if node.op != "call_function":
+        return node.op if node.op != "call_method" else f"method.{node.target}"
+    target = node.target
+    if isinstance(target, torch._ops.OpOverload):
+        return f"{target.namespace}.{target._opname}"
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        return f"{target._qualified_op_name.replace('::', '.')}"
+    return getattr(target, "__name__", str(target))
+
+
+def is_op(node: fx.Node, *packets) -> bool:
+    """True when ``node`` calls one of the given ATen overload packets (any overload)."""
+    if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+        return False
+    return any(node.target.overloadpacket is p for p in packets)
+
+
+def op_counts(graph: fx.Graph) -> dict[str, int]:
+    """How many times each op is called in ``graph`` (placeholders and outputs left out)."""
+    counts = collections.Counter(op_name(n) for n in graph.nodes if n.op in ("call_function", "call_method"))
+    return dict(sorted(counts.items()))
+
+
+def graph_code(graph: fx.Graph) -> str:
+    """Readable Python for ``graph`` (what ``GraphModule.code`` shows), without stack-trace comments."""
+    try:
+        return graph.python_code(root_module="self", verbose=False).src.strip("\n")
+    except Exception:  # a graph mid-rewrite can fail to print; the report then shows its repr
+        return str(graph)
+
+
+def source_location(node: fx.Node) -> str:
+    """``file.py:123 in fn: code`` of the innermost user frame that produced ``node``, or ''."""
+    trace = node.meta.get("stack_trace") or ""
+    lines = trace.strip().splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        m = _FRAME.search(lines[i])
+        if m:
+            code = lines[i + 1].strip() if i + 1 < len(lines) and not _FRAME.search(lines[i + 1]) else ""
+            where = f"{m['file']}:{m['line']} in {m['fn']}"
+            return f"{where}: {code}" if code else where
+    return ""
+
+
+def first_source(nodes: Iterable[fx.Node]) -> str:
+    """The first non-empty source location among ``nodes``."""
+    for n in nodes:
+        loc = source_location(n)
+        if loc:
+            return loc
+    return ""
+
+
+def val(node) -> torch.Tensor | None:
+    """The fake tensor (or SymInt/None) a node produces, from ``meta['val']``."""
+    return node.meta.get("val") if isinstance(node, fx.Node) else None
+
+
+def tensor_bytes(node: fx.Node) -> int:
+    """Bytes of the tensor ``node`` produces; 0 when unknown. Symbolic sizes use their hint."""
+    t = val(node)
+    if not isinstance(t, torch.Tensor):
+        return 0
+    numel = 1
+    for s in t.shape:
+        try:
+            numel *= int(s)
+        except Exception:  # unbacked symbol without a hint
+            return 0
+    return numel * t.element_size()
+
+
+def snapshot(graph: fx.Graph) -> fx.Graph:
+    """A copy of ``graph`` (nodes and meta) that ``restore`` can put back."""
+    copy = fx.Graph(owning_module=graph.owning_module)
+    out = copy.graph_copy(graph, {})
+    copy.output(out)
+    return copy
+
+
+def restore(graph: fx.Graph, saved: fx.Graph) -> None:
+    """Make ``graph`` hold exactly the nodes of ``saved`` again (in place, for a pass that failed midway)."""
+    for node in reversed(list(graph.nodes)):
+        node.users.clear()  # erase in any order without "still has users" errors
+        graph.erase_node(node)
+    out = graph.graph_copy(saved, {})
+    graph.output(out)

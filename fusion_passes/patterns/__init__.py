@@ -1,0 +1,101 @@
+"""The pattern-family registry.
+
+Each family is a module here (``fusion_passes/patterns/<name>.py``) exporting:
+
+    NAME: str                      # the name users pass in patterns=/exclude=
+    HOOK: "joint" | "post_grad"    # which Inductor hook it runs in
+    DESCRIPTION: str               # one line, shown by `fusion-passes patterns`
+    apply(graph, ctx) -> None      # rewrite `graph` in place, reporting through ctx (a PassContext)
+
+Families run in the order of ``BUILTIN`` within their hook; joint-graph families run before post-grad ones.
+Adding a family: its module, one line in ``BUILTIN``, one test file.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from types import ModuleType
+
+__all__ = ["BUILTIN", "HOOKS", "available_patterns", "get_family", "register_pattern", "resolve"]
+
+HOOKS = ("joint", "post_grad")
+
+# name -> module. Order is run order: attention is rewritten before packing changes the projections it reads,
+# and norms last because packing does not touch them.
+BUILTIN: dict[str, str] = {
+    "attention_sdpa": "fusion_passes.patterns.attention_sdpa",
+    "qkv_packing": "fusion_passes.patterns.qkv_packing",
+    "residual_norm": "fusion_passes.patterns.residual_norm",
+}
+
+_extra: dict[str, ModuleType] = {}  # families added at run time with register_pattern
+_loaded: dict[str, ModuleType] = {}
+
+
+def _present(name: str) -> bool:
+    return importlib.util.find_spec(BUILTIN[name]) is not None
+
+
+def available_patterns() -> list[str]:
+    """Names accepted by ``patterns=``/``exclude=``, in run order."""
+    return [n for n in BUILTIN if _present(n)] + list(_extra)
+
+
+def get_family(name: str) -> ModuleType:
+    if name in _extra:
+        return _extra[name]
+    if name not in _loaded:
+        _loaded[name] = importlib.import_module(BUILTIN[name])
+    return _loaded[name]
+
+
+def register_pattern(family) -> str:
+    """Add a family (a module or object with NAME, HOOK, DESCRIPTION, apply) to the registry; returns its name.
+
+    For plugins and tests. Registering the same name again replaces the earlier family.
+    """
+    for attr in ("NAME", "HOOK", "apply"):
+        if not hasattr(family, attr):
+            raise TypeError(f"a pattern family needs NAME, HOOK and apply(graph, ctx); {family!r} has no {attr}")
+    if family.HOOK not in HOOKS:
+        raise ValueError(f"pattern family {family.NAME!r} has HOOK={family.HOOK!r}; use one of {HOOKS}")
+    if family.NAME in BUILTIN:
+        raise ValueError(f"{family.NAME!r} is a built-in family name; choose another")
+    _extra[family.NAME] = family
+    return family.NAME
+
+
+def unregister_pattern(name: str) -> None:
+    _extra.pop(name, None)
+
+
+def _check_names(names, what: str) -> None:
+    valid = available_patterns()
+    unknown = [n for n in names if n not in valid]
+    if unknown:
+        raise ValueError(
+            f"unknown pattern name(s) in {what}=: {', '.join(map(repr, unknown))}. "
+            f"Valid names: {', '.join(valid)}"
+        )
+
+
+def resolve(patterns=None, exclude=()) -> tuple[str, ...]:
+    """The enabled family names, in run order. ``patterns=None`` means every built-in family.
+
+    Raises ValueError naming the valid choices for an unknown name.
+    """
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    if isinstance(exclude, str):
+        exclude = [exclude]
+    exclude = tuple(exclude or ())
+    _check_names(exclude, "exclude")
+    if patterns is None:
+        chosen = [n for n in BUILTIN if _present(n)]
+    else:
+        patterns = list(patterns)
+        _check_names(patterns, "patterns")
+        chosen = patterns
+    order = available_patterns()
+    return tuple(sorted((n for n in set(chosen) if n not in exclude), key=order.index))

@@ -1,0 +1,38 @@
+"""Shared test setup: no Inductor caches (so our passes always run and leave records), one compile thread
+(CI has 2 cores), a GPU marker, and ``compile_with_records`` used by every family's tests."""
+
+import os
+
+os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
+os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
+os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+os.environ.setdefault("FUSION_PASSES_RAISE", "1")  # a family that raises fails its test instead of warning
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import fusion_passes  # noqa: E402
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs CUDA")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+def compile_with_records(fn, *args, patterns=None, exclude=(), grad=False, dynamic=None, **backend_kw):
+    """Compile ``fn`` with our backend, call it once on ``args``; return (output, [GraphRecord, ...])."""
+    torch._dynamo.reset()
+    be = fusion_passes.backend(patterns=patterns, exclude=exclude, **backend_kw)
+    compiled = torch.compile(fn, backend=be, dynamic=dynamic)
+    with fusion_passes.capture() as recs, torch.set_grad_enabled(grad):
+        out = compiled(*args)
+    return out, recs
+
+
+@pytest.fixture
+def compile_records():
+    return compile_with_records

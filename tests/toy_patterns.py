@@ -1,0 +1,49 @@
+"""Test-only pattern families exercising the registry and the pass manager.
+
+toy_mul2_to_add (post_grad):  y = mul(x, 2)          ->  y = add(x, x)
+toy_broken      (post_grad):  rewrites the first mul, then raises (the manager must roll it back)
+"""
+
+import torch
+
+aten = torch.ops.aten
+
+
+class ToyMul2ToAdd:
+    NAME = "toy_mul2_to_add"
+    HOOK = "post_grad"
+    DESCRIPTION = "mul(x, 2) -> add(x, x) (test only)"
+
+    @staticmethod
+    def apply(graph, ctx):
+        for node in list(graph.nodes):
+            if node.target is aten.mul.Tensor and len(node.args) == 2 and node.args[1] == 2:
+                if not isinstance(node.args[0], torch.fx.Node):
+                    ctx.near_miss(node, "first operand is not a tensor")
+                    continue
+                with graph.inserting_before(node):
+                    new = graph.call_function(aten.add.Tensor, (node.args[0], node.args[0]))
+                new.meta.update(node.meta)
+                node.replace_all_uses_with(new)
+                graph.erase_node(node)
+                ctx.matched([node], [new])
+            elif node.target is aten.mul.Tensor:
+                ctx.near_miss(node, "multiplier is not the constant 2")
+
+
+class ToyBroken:
+    NAME = "toy_broken"
+    HOOK = "post_grad"
+    DESCRIPTION = "raises after a partial rewrite (test only)"
+
+    @staticmethod
+    def apply(graph, ctx):
+        for node in list(graph.nodes):
+            if node.target is aten.mul.Tensor:
+                with graph.inserting_before(node):
+                    new = graph.call_function(aten.sub.Tensor, node.args)
+                node.replace_all_uses_with(new)
+                graph.erase_node(node)
+                ctx.matched([node], [new])
+                break
+        raise RuntimeError("toy failure after a partial rewrite")
