@@ -1,0 +1,196 @@
+"""The backend: entry point, options, scoped config, chaining, fallback, errors, records, FX-cache keys."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from torch._inductor import config as inductor_config
+from torch._inductor.custom_graph_pass import CustomGraphPass
+
+import fusion_passes
+from fusion_passes.pass_manager import FusionGraphPass
+from fusion_passes.patterns import register_pattern, unregister_pattern
+from tests.conftest import compile_with_records
+from tests.toy_patterns import ToyBroken, ToyMul2ToAdd
+
+
+@pytest.fixture
+def toys():
+    names = [register_pattern(ToyMul2ToAdd), register_pattern(ToyBroken)]
+    yield names
+    for n in names:
+        unregister_pattern(n)
+
+
+def f(x):
+    return torch.sin(x * 2) * 3
+
+
+def _run_py(code: str, env_extra=None) -> str:
+    env = {**os.environ, **(env_extra or {})}
+    env.pop("FUSION_PASSES_RAISE", None)
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                         cwd=os.path.dirname(os.path.dirname(__file__)), timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def test_backend_string_works_in_fresh_process_without_import():
+    out = _run_py("""
+        import sys, torch
+        assert "fusion_passes" not in sys.modules
+        f = torch.compile(lambda x: torch.sin(x) * 2, backend="fusion_passes")
+        x = torch.randn(4)
+        assert torch.allclose(f(x), torch.sin(x) * 2)
+        rec = sys.modules["fusion_passes"].last_compile()
+        print("RECORD", rec.graph_id, ",".join(rec.patterns))
+    """)
+    assert "RECORD 1" in out
+
+
+def test_toy_pattern_rewrites_and_records(toys):
+    x = torch.randn(8)
+    out, recs = compile_with_records(f, x, patterns=["toy_mul2_to_add"])
+    torch.testing.assert_close(out, f(x))
+    (rec,) = recs
+    (m,) = rec.matches
+    assert m.pattern == "toy_mul2_to_add" and m.graph_id == rec.graph_id
+    assert "test_backend.py" in m.source and "torch.sin(x * 2)" in m.source
+    assert m.replaced == ["mul=aten.mul"] and m.inserted[0].endswith("=aten.add")
+    (stage,) = rec.stages
+    assert stage.hook == "post_grad"
+    assert stage.ops_before["aten.mul"] == 2 and "aten.add" not in stage.ops_before
+    assert stage.ops_after["aten.mul"] == 1 and stage.ops_after["aten.add"] == 1
+    assert "add" in stage.code_after and stage.code_before != stage.code_after
+    # the other mul (by 3) is a near miss with its reason
+    assert [nm.reason for nm in rec.near_misses] == ["multiplier is not the constant 2"]
+    assert fusion_passes.last_compile() is rec and rec in fusion_passes.history()
+
+
+def test_global_config_untouched_and_options_forwarded(toys):
+    seen = {}
+
+    class Spy:
+        NAME, HOOK, DESCRIPTION = "toy_spy", "post_grad", "records config seen during the pass"
+
+        @staticmethod
+        def apply(graph, ctx):
+            seen["max_autotune"] = inductor_config.max_autotune
+            seen["pre_pass"] = inductor_config.post_grad_custom_pre_pass
+
+    register_pattern(Spy)
+    try:
+        before = inductor_config.get_config_copy()
+        compile_with_records(f, torch.randn(4), patterns=["toy_spy"], options={"max_autotune": True})
+        assert seen["max_autotune"] is True
+        assert isinstance(seen["pre_pass"], FusionGraphPass)
+        after = inductor_config.get_config_copy()
+        assert after["post_grad_custom_pre_pass"] is None and after["max_autotune"] == before["max_autotune"]
+    finally:
+        unregister_pattern("toy_spy")
+
+
+def test_mode_is_forwarded_as_inductor_options():
+    be = fusion_passes.backend(patterns=[], mode="reduce-overhead")
+    assert be.config_patches(grad_enabled=False)["triton.cudagraphs"] is True
+    assert "triton.cudagraphs" not in fusion_passes.backend(patterns=[]).config_patches(False)
+
+
+class CountingPass(CustomGraphPass):
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, graph):
+        self.calls += 1
+
+    def uuid(self):
+        return "counting-pass-v1"
+
+
+def test_users_pass_is_chained_not_clobbered(toys):
+    user = CountingPass()
+    with inductor_config.patch(post_grad_custom_pre_pass=user):
+        x = torch.randn(8)
+        out, (rec,) = compile_with_records(f, x, patterns=["toy_mul2_to_add"])
+        assert inductor_config.post_grad_custom_pre_pass is user
+    torch.testing.assert_close(out, f(x))
+    assert user.calls == 1 and len(rec.matches) == 1
+
+
+def test_users_list_of_passes_is_chained(toys):
+    a, b = CountingPass(), CountingPass()
+    with inductor_config.patch(post_grad_custom_pre_pass=[a, b]):
+        compile_with_records(f, torch.randn(8), patterns=["toy_mul2_to_add"])
+    assert (a.calls, b.calls) == (1, 1)
+
+
+def test_raising_family_falls_back_warns_and_records(toys, monkeypatch):
+    monkeypatch.delenv("FUSION_PASSES_RAISE", raising=False)
+    x = torch.randn(8)
+    with pytest.warns(UserWarning, match="toy_broken.*failed and was skipped"):
+        out, (rec,) = compile_with_records(f, x, patterns=["toy_broken", "toy_mul2_to_add"])
+    torch.testing.assert_close(out, f(x))  # the partial mul->sub rewrite was rolled back
+    (err,) = rec.errors
+    assert err.pattern == "toy_broken" and "toy failure" in err.error
+    assert [m.pattern for m in rec.matches] == ["toy_mul2_to_add"]  # the broken family's match was dropped
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    (dict(patterns=["attention_sdpaa"]), "unknown pattern name(s) in patterns=: 'attention_sdpaa'"),
+    (dict(exclude=["nope"]), "unknown pattern name(s) in exclude=: 'nope'"),
+    (dict(mode="fastest"), "unknown mode 'fastest'; choose one of"),
+    (dict(options={"not_an_option": 1}), "unknown Inductor option(s) ['not_an_option']"),
+])
+def test_bad_input_names_the_fix(kwargs, needle):
+    with pytest.raises(ValueError) as e:
+        fusion_passes.backend(**kwargs)
+    assert needle in str(e.value)
+    if "pattern" in needle:
+        assert "Valid names:" in str(e.value)
+
+
+def test_unknown_pattern_error_lists_valid_names(toys):
+    with pytest.raises(ValueError, match="Valid names: .*toy_mul2_to_add"):
+        fusion_passes.backend(patterns=["toy_mul2_to_ad"])
+
+
+def test_available_patterns_and_exclude(toys):
+    names = fusion_passes.available_patterns()
+    assert {"toy_mul2_to_add", "toy_broken"} <= set(names)
+    be = fusion_passes.backend(exclude=["toy_broken"])
+    assert "toy_broken" not in be.patterns and "toy_mul2_to_add" not in be.patterns  # not built-in: opt-in
+    assert fusion_passes.backend(patterns=["toy_mul2_to_add", "toy_broken"]).patterns == ("toy_mul2_to_add", "toy_broken")
+
+
+def test_uuid_covers_enabled_patterns(toys):
+    one = FusionGraphPass("post_grad", ("toy_mul2_to_add",)).uuid()
+    assert one == FusionGraphPass("post_grad", ("toy_mul2_to_add",)).uuid()
+    assert one != FusionGraphPass("post_grad", ("toy_mul2_to_add", "toy_broken")).uuid()
+    assert one != FusionGraphPass("post_grad", ("toy_mul2_to_add",), chained=CountingPass()).uuid()
+    # a chained plain function cannot be hashed, so the whole chain opts out of the cache
+    assert FusionGraphPass("post_grad", ("toy_mul2_to_add",), chained=lambda g: None).uuid() is None
+
+
+_CACHE_PROBE = """
+    import sys, torch
+    sys.path.insert(0, ".")
+    import fusion_passes
+    from torch._dynamo.utils import counters
+    from tests.toy_patterns import ToyMul2ToAdd, ToyBroken
+    fusion_passes.register_pattern(ToyMul2ToAdd); fusion_passes.register_pattern(ToyBroken)
+    f = torch.compile(lambda x: torch.sin(x * 2) * 3, backend=fusion_passes.backend(patterns=PATTERNS))
+    f(torch.randn(8))
+    print("HIT", counters["inductor"]["fxgraph_cache_hit"], "MISS", counters["inductor"]["fxgraph_cache_miss"])
+"""
+
+
+def test_fx_graph_cache_hits_across_processes_and_misses_for_other_patterns(tmp_path):
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path), "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
+           "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"}
+    probe = lambda pats: _run_py(_CACHE_PROBE.replace("PATTERNS", repr(pats)), env)  # noqa: E731
+    assert "HIT 0 MISS 1" in probe(["toy_mul2_to_add"])
+    assert "HIT 1 MISS 0" in probe(["toy_mul2_to_add"])  # same config, new process: served from the cache
+    assert "HIT 0 MISS 1" in probe(["toy_mul2_to_add", "toy_broken"])  # another pattern set: another key
