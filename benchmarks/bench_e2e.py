@@ -1,0 +1,217 @@
+"""End-to-end LLM benchmark: a real transformers Llama (random weights, built from a config), side by side.
+
+    python benchmarks/bench_e2e.py                              # GPU: llama-1b, eager+sdpa attention, all workloads
+    python benchmarks/bench_e2e.py --model llama-8b --workloads decode-1024
+    python benchmarks/bench_e2e.py --tiny                       # CPU smoke run of the harness (CI)
+
+Variants in one run: ``eager``, ``stock`` (torch.compile, Inductor), ``fusion_passes``, each decode variant also
+``+cudagraphs`` (``mode="reduce-overhead"``) on GPU. Figures per record: median latency (CUDA events or wall
+clock), kernels per step (profiler), peak memory, compile time, max error vs eager, and for decode the fraction
+of the HBM roofline (weight bytes / time / measured copy bandwidth). Prints a table; writes
+``benchmarks/results/<device>_<torch>.json`` (records are merged by (model, attn, workload, variant)).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+import warnings
+
+warnings.filterwarnings("ignore", message=".*past_key_values.*deprecated")
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import environment, median_ms, results_path, save_records  # noqa: E402
+
+CONFIGS = {
+    # hidden, layers, heads, kv heads, ffn, vocab
+    "llama-1b": dict(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
+                     intermediate_size=8192, vocab_size=128256, tie_word_embeddings=True),
+    "llama-8b": dict(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
+                     intermediate_size=14336, vocab_size=128256, tie_word_embeddings=False),
+    "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                 intermediate_size=128, vocab_size=256, tie_word_embeddings=True),
+}
+
+
+def build_model(name: str, attn: str, device: str, dtype: torch.dtype):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(**CONFIGS[name], max_position_embeddings=4096, rms_norm_eps=1e-5,
+                      attn_implementation=attn)
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = LlamaForCausalLM(cfg).to(dtype).eval()
+    return model
+
+
+def workload_inputs(model, workload: str, batch: int, device: str):
+    """A factory: each call returns a fresh ``step(m) -> logits`` for ``workload``.
+
+    Decode prefills a fresh HF StaticCache to the context length with the eager model, then each step decodes one
+    token. Some transformers releases advance the cache on every call, so the cache has room for the timed steps
+    and each variant gets its own freshly prefilled cache: its first step is compared with eager's first step.
+    """
+    kind, n = workload.split("-")
+    n = int(n)
+    vocab = model.config.vocab_size
+    g = torch.Generator(device="cpu").manual_seed(1)
+    if kind == "prefill":
+        ids = torch.randint(0, vocab, (batch, n), generator=g).to(device)
+        return lambda: (lambda m: m(input_ids=ids, use_cache=False).logits)
+    from transformers import StaticCache
+
+    ctx = torch.randint(0, vocab, (batch, n), generator=g).to(device)
+    tok = torch.randint(0, vocab, (batch, 1), generator=g).to(device)
+    pos = torch.tensor([n], device=device)
+
+    def fresh():
+        cache = StaticCache(config=model.config, max_cache_len=n + 256)
+        with torch.no_grad():
+            model(input_ids=ctx, past_key_values=cache, cache_position=torch.arange(n, device=device), use_cache=True)
+        return lambda m: m(input_ids=tok, past_key_values=cache, cache_position=pos,
+                           position_ids=pos[None].expand(batch, 1), use_cache=True).logits
+
+    return fresh
+
+
+def make_variant(model, variant: str):
+    import fusion_passes
+
+    cudagraphs = variant.endswith("+cudagraphs")
+    base = variant.removesuffix("+cudagraphs")
+    mode = "reduce-overhead" if cudagraphs else None
+    torch._dynamo.reset()
+    if base == "eager":
+        return model
+    if base == "stock":
+        return torch.compile(model, mode=mode)
+    if base == "fusion_passes":
+        return torch.compile(model, backend=fusion_passes.backend(mode=mode))
+    raise ValueError(f"unknown variant {variant!r}")
+
+
+def count_kernels(fn, device: str) -> int | None:
+    if not device.startswith("cuda"):
+        return None
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+
+
+def copy_bandwidth_gbs(device: str) -> float | None:
+    """Measured device-to-device copy bandwidth (bytes read + written per second), the decode roofline."""
+    if not device.startswith("cuda"):
+        return None
+    src = torch.empty(2 * 1024**3, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    ms = median_ms(lambda: dst.copy_(src), device, iters=20)
+    return 2 * src.numel() / (ms * 1e-3) / 1e9
+
+
+def run(args) -> list[dict]:
+    device = args.device
+    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    bw = copy_bandwidth_gbs(device)
+    records = []
+    for attn in args.attn:
+        model = build_model(args.model, attn, device, dtype)
+        weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+        for workload in args.workloads:
+            for batch in args.batches if workload.startswith("prefill") else [1]:
+                fresh_step = workload_inputs(model, workload, batch, device)
+                with torch.no_grad():
+                    reference = fresh_step()(model).float()
+                for variant in args.variants:
+                    if variant.endswith("+cudagraphs") and not device.startswith("cuda"):
+                        continue
+                    rec = dict(model=args.model, attn=attn, workload=workload, batch=batch, variant=variant)
+                    print(f"[bench] {attn} {workload} b{batch} {variant}", file=sys.stderr, flush=True)
+                    try:
+                        rec.update(measure(model, fresh_step(), variant, reference, device, args.iters))
+                    except Exception as e:  # noqa: BLE001 - a failing variant is a result, not a crash
+                        traceback.print_exc()
+                        rec["error"] = f"{type(e).__name__}: {e}"[:500]
+                    if workload.startswith("decode") and bw and rec.get("median_ms"):
+                        rec["roofline_frac"] = round(weight_bytes / (rec["median_ms"] * 1e-3) / (bw * 1e9 / 2), 3)
+                    records.append(rec)
+        del model
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()
+    for r in records:
+        r.setdefault("copy_bw_gbs", round(bw, 1) if bw else None)
+    return records
+
+
+def measure(model, step, variant, reference, device, iters) -> dict:
+    import fusion_passes
+
+    compiled = make_variant(model, variant)
+    with torch.no_grad(), fusion_passes.capture() as recs:
+        t0 = time.perf_counter()
+        out = step(compiled)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        compile_s = time.perf_counter() - t0
+        for _ in range(2):  # cudagraph trees record on the 2nd/3rd call
+            step(compiled)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        ms = median_ms(lambda: step(compiled), device, iters=iters)
+        peak = torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else None
+        kernels = count_kernels(lambda: step(compiled), device)
+    fired: dict[str, int] = {}
+    for r in recs:
+        for m in r.matches:
+            fired[m.pattern] = fired.get(m.pattern, 0) + 1
+    return dict(
+        median_ms=round(ms, 4),
+        kernels=kernels,
+        peak_mem_gib=round(peak, 3) if peak is not None else None,
+        compile_s=round(compile_s, 2),
+        max_err=float((out.float() - reference).abs().max()),
+        matches=fired,
+        errors=[e.error for r in recs for e in r.errors],
+    )
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="llama-1b", choices=sorted(CONFIGS))
+    p.add_argument("--attn", nargs="+", default=["eager", "sdpa"])
+    p.add_argument("--workloads", nargs="+", default=["prefill-512", "prefill-2048", "decode-1024"])
+    p.add_argument("--batches", nargs="+", type=int, default=[1, 8], help="prefill batch sizes")
+    p.add_argument("--variants", nargs="+", default=["eager", "stock", "fusion_passes", "stock+cudagraphs",
+                                                      "fusion_passes+cudagraphs"])
+    p.add_argument("--iters", type=int, default=50)
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--tiny", action="store_true", help="CPU smoke run: tiny config, short workloads")
+    p.add_argument("--out", default=None, help="JSON path (default benchmarks/results/<device>_<torch>.json)")
+    args = p.parse_args(argv)
+    if args.tiny:
+        args.model, args.batches, args.iters = "tiny", [2], 3
+        if args.workloads == p.get_default("workloads"):
+            args.workloads = ["prefill-32", "decode-32"]
+    from tabulate import tabulate
+
+    records = run(args)
+    path = save_records(records, args.out or results_path("e2e", args.device), key=("model", "attn", "workload",
+                                                                                     "batch", "variant"))
+    cols = ["model", "attn", "workload", "batch", "variant", "median_ms", "kernels", "peak_mem_gib", "compile_s",
+            "max_err", "roofline_frac", "matches", "error"]
+    print(tabulate([[r.get(c, "") for c in cols] for r in records], headers=cols))
+    print(f"\n{environment(args.device)}\nwrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

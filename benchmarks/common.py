@@ -1,0 +1,66 @@
+"""Shared benchmark plumbing: timing, environment facts, and the JSON results file."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+
+import torch
+
+RESULTS = os.path.join(os.path.dirname(__file__), "results")
+
+
+def environment(device: str) -> dict:
+    """Device, torch, triton and transformers versions, stored with every results file."""
+    env = {"device": torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "cpu",
+           "torch": torch.__version__, "python": platform.python_version()}
+    for mod in ("triton", "transformers"):
+        try:
+            env[mod] = __import__(mod).__version__
+        except Exception:  # noqa: BLE001 - optional package
+            env[mod] = None
+    return env
+
+
+def median_ms(fn, device: str, iters: int = 50, warmup: int = 3) -> float:
+    """Median time of ``fn()`` in ms: CUDA events on GPU, perf_counter on CPU."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    cuda = device.startswith("cuda")
+    for _ in range(iters):
+        if cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        else:
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def results_path(kind: str, device: str) -> str:
+    tag = "cpu" if not device.startswith("cuda") else torch.cuda.get_device_name().split()[-1].lower()
+    return os.path.join(RESULTS, f"{kind}_{tag}_torch{torch.__version__.split('+')[0]}.json")
+
+
+def save_records(records: list[dict], path: str, key: tuple[str, ...]) -> str:
+    """Merge ``records`` into the JSON file at ``path`` (same key -> replaced) with the environment."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    old = []
+    if os.path.exists(path):
+        with open(path) as f:
+            old = json.load(f).get("records", [])
+    new_keys = {tuple(r.get(k) for k in key) for r in records}
+    merged = [r for r in old if tuple(r.get(k) for k in key) not in new_keys] + records
+    device = "cuda" if any(torch.cuda.is_available() for _ in [0]) and "cpu" not in path else "cpu"
+    with open(path, "w") as f:
+        json.dump({"environment": environment(device), "records": merged}, f, indent=1, default=str)
+    return path

@@ -1,0 +1,27 @@
+"""CPU smoke test of the benchmark harness: it runs, and its JSON has the fields results are compared by."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import bench_e2e  # noqa: E402
+
+FIELDS = {"model", "attn", "workload", "variant", "median_ms", "kernels", "peak_mem_gib", "compile_s", "max_err"}
+
+
+def test_e2e_harness_tiny_cpu(tmp_path):
+    out = tmp_path / "res.json"
+    assert bench_e2e.main(["--tiny", "--attn", "eager", "--workloads", "decode-16", "--variants", "eager",
+                           "fusion_passes", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert {"device", "torch", "triton", "transformers"} <= set(data["environment"])
+    recs = data["records"]
+    assert [r["variant"] for r in recs] == ["eager", "fusion_passes"]
+    for r in recs:
+        assert FIELDS <= set(r) and "error" not in r, r
+        assert r["median_ms"] > 0 and r["max_err"] < 1e-3
