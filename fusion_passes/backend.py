@@ -18,8 +18,9 @@ from torch._inductor import config as inductor_config
 from torch._inductor import metrics
 
 from . import records
+from .records import PassError
 from .pass_manager import HOOK_CONFIG, FusionGraphPass
-from .patterns import get_family, resolve
+from .patterns import get_family, load, resolve
 
 __all__ = ["FusionBackend", "backend", "fusion_passes_backend"]
 
@@ -28,7 +29,7 @@ class FusionBackend:
     """A configured backend callable. Build it with :func:`backend`."""
 
     def __init__(self, patterns=None, exclude=(), mode: str | None = None, options: dict | None = None, dynamic=None):
-        self.patterns = resolve(patterns, exclude)
+        self.patterns, self.load_errors = load(resolve(patterns, exclude))
         self.mode = mode
         self.options = dict(options or {})
         self.dynamic = dynamic
@@ -69,6 +70,7 @@ class FusionBackend:
         )
         rec = records.new_record(self.patterns)
         rec.num_nodes = len(gm.graph.nodes)
+        rec.errors.extend(PassError(n, rec.graph_id, f"failed to load: {e}") for n, e in self.load_errors.items())
         kernels_before = metrics.generated_kernel_count
         start = time.perf_counter()
         with records.active(rec):

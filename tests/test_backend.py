@@ -194,3 +194,16 @@ def test_fx_graph_cache_hits_across_processes_and_misses_for_other_patterns(tmp_
     assert "HIT 0 MISS 1" in probe(["toy_mul2_to_add"])
     assert "HIT 1 MISS 0" in probe(["toy_mul2_to_add"])  # same config, new process: served from the cache
     assert "HIT 0 MISS 1" in probe(["toy_mul2_to_add", "toy_broken"])  # another pattern set: another key
+
+
+def test_family_that_fails_to_import_is_disabled_not_fatal(monkeypatch):
+    from fusion_passes import patterns
+
+    monkeypatch.setitem(patterns.BUILTIN, "broken_import", "tests.family_that_fails_to_import")
+    with pytest.warns(UserWarning, match="'broken_import' failed to load and is disabled"):
+        be = fusion_passes.backend(patterns=["broken_import"])
+    assert be.patterns == ()
+    x = torch.randn(4)
+    out = torch.compile(f, backend=be)(x)
+    torch.testing.assert_close(out, f(x))
+    assert "failed to load: ImportError" in fusion_passes.last_compile().errors[0].error

@@ -50,6 +50,23 @@ def get_family(name: str) -> ModuleType:
     return _loaded[name]
 
 
+def load(names) -> tuple[tuple[str, ...], dict[str, str]]:
+    """Import the named families; one that fails to import is left out (with a warning) rather than
+    failing the user's compile. Returns (loaded names, {name: error})."""
+    import warnings
+
+    ok, errors = [], {}
+    for name in names:
+        try:
+            get_family(name)
+            ok.append(name)
+        except Exception as e:  # noqa: BLE001
+            errors[name] = f"{type(e).__name__}: {e}"
+            warnings.warn(f"fusion_passes: pattern family {name!r} failed to load and is disabled: {errors[name]}",
+                          stacklevel=3)
+    return tuple(ok), errors
+
+
 def register_pattern(family) -> str:
     """Add a family (a module or object with NAME, HOOK, DESCRIPTION, apply) to the registry; returns its name.
 
