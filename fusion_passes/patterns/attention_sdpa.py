@@ -1,0 +1,646 @@
+"""Eager attention (HF ``eager_attention_forward`` and friends) -> one ``scaled_dot_product_attention`` call.
+
+Unfused (what the ATen graph holds; q [B, H, Sq, D], k/v [B, Hkv, Sk, D], mask broadcastable to [B, H, Sq, Sk]):
+
+    k, v   = repeat_kv(k), repeat_kv(v)                 # unsqueeze -> expand -> clone -> view: [B, H, Sk, D]
+    scores = bmm(q.view(B*H, Sq, D), k.mT.view(B*H, D, Sk)).view(B, H, Sq, Sk)
+    scores = scores * scale  (or / d, or nothing)       # a Python number, a constant or a 0-d tensor
+    scores = scores + mask   (either order; or where(cond, scores, -inf|finfo.min), or masked_fill)
+    p      = softmax(scores.float(), dim=-1).to(q.dtype)           # amax/sub/exp/sum/div in the graph
+    out    = bmm(p.view(B*H, Sq, Sk), v.view(B*H, Sk, D)).view(B, H, Sq, D)
+
+Fused:
+
+    out = scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=H != Hkv)
+    # mask dropped and is_causal=True when the mask is a compile-time constant equal to tril(ones(Sq, Sk))
+
+How it matches: from every ``bmm`` it walks forward along the single-user chain (scores -> scale -> mask ->
+softmax -> casts -> bmm with V) and backward from the two bmm operands through the views matmul adds, so
+the match is structural (no shape ints baked in; dynamic shapes work). The replacement is traced with
+Inductor's ``fwd_only``, so the graph gets the backend op SDPA picks for this device and these shapes.
+
+When it does not fire (each recorded as a near miss): softmax over another dim; scores or weights with another
+user (``output_attentions=True``, or autograd reading them for the backward pass); any op between scores and
+softmax other than scale / additive mask / where-mask / upcast (e.g. tanh softcapping); dropout p>0 in
+training; mixed q/k/v dtypes or devices; a mask in another dtype than q; a where-mask whose fill is not
+-inf / the dtype's minimum.
+
+Exactness: the scale is applied where SDPA applies it; a where-mask ``where(c, s, fill)`` becomes the
+additive mask ``where(c, 0, fill)`` (``s + fill == fill`` in fp32/bf16 for any real score, so even rows with
+every key masked give eager's uniform weights; in fp16 only such fully-masked rows can differ).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx as fx
+import torch.nn.functional as F
+
+from ..graph_utils import is_op, op_name, tensor_bytes, val
+
+NAME = "attention_sdpa"
+HOOK = "joint"
+DESCRIPTION = "eager attention (bmm -> scale -> mask -> softmax -> bmm, incl. repeat_kv GQA) -> one SDPA call"
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+_FLATTEN = (aten.view, aten._unsafe_view, aten.reshape)
+_MAX_CHAIN = 16  # ops between the two bmms we are willing to walk
+_MAX_CONST_NODES = 256  # size of a mask subgraph we evaluate at compile time to prove it causal
+_MAX_CONST_NUMEL = 1 << 26
+_SOFTMAX_OPS = (aten.amax, aten._softmax, aten.softmax)
+
+
+class _Miss(Exception):
+    """This bmm is not a rewritable attention. ``report``: it looked like attention, so tell the user why."""
+
+    def __init__(self, node: fx.Node, reason: str, report: bool = True):
+        super().__init__(reason)
+        self.node, self.reason, self.report = node, reason, report
+
+
+@dataclass
+class _MaskTerm:
+    """One term of the additive mask. kind: "add" (tensor added to the scores), "keep" (where(cond, scores,
+    fill): cond True keeps the score) or "fill" (masked_fill / where(cond, fill, scores))."""
+
+    kind: str
+    tensor: fx.Node
+    fill: float = 0.0
+
+
+@dataclass
+class _Attention:
+    """A matched attention: SDPA(q, k, v, mask, scale) replaces ``output``; ``chain`` is erased."""
+
+    q: fx.Node  # [*batch, Sq, D]
+    k: fx.Node  # [*batch, Sk, D], or [B, Hkv, Sk, D] with enable_gqa
+    v: fx.Node  # [*batch, Sk, Dv], or [B, Hkv, Sk, Dv] with enable_gqa
+    output: fx.Node  # [*batch, Sq, Dv], the node whose value SDPA reproduces
+    chain: list[fx.Node]  # bmm1 ... output: every node here is only used inside the match
+    k_is_transposed: bool = False  # k is [*batch, D, Sk] (no permute to strip): SDPA gets k.mT
+    scale: float = 1.0
+    scale_tensors: list[tuple[str, fx.Node]] = field(default_factory=list)  # ("mul"|"div", 0-d node), folded into q
+    mask: list[_MaskTerm] = field(default_factory=list)
+    is_causal: bool = False
+    enable_gqa: bool = False
+    repeat: int = 1  # kv heads repeated by repeat_kv (1: plain MHA)
+    kv_sources: tuple | None = None  # (k, v, nodes) before repeat_kv, used when enable_gqa is chosen
+
+
+# --------------------------------------------------------------------------------------------- small helpers
+
+
+def _shape(node) -> tuple:
+    t = val(node)
+    return tuple(t.shape) if isinstance(t, torch.Tensor) else ()
+
+
+def _known_eq(a, b) -> bool:
+    """a == b for ints or SymInts, without adding a guard."""
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    try:
+        return bool(statically_known_true(a == b))
+    except Exception:  # noqa: BLE001 - an unbacked or odd symbol: not known
+        return False
+
+
+def _same_shape(a, b) -> bool:
+    return len(a) == len(b) and all(_known_eq(x, y) for x, y in zip(a, b))
+
+
+def _fmt(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _sole_user(node: fx.Node) -> fx.Node | None:
+    return next(iter(node.users)) if len(node.users) == 1 else None
+
+
+def _is_identity(node: fx.Node) -> bool:
+    """Ops that leave the values (and the shape) of their first input unchanged."""
+    if is_op(node, aten.clone, aten.alias, aten.contiguous):
+        return True
+    if is_op(node, prims.convert_element_type, aten._to_copy):
+        src, out = val(node.args[0]), val(node)
+        return isinstance(src, torch.Tensor) and isinstance(out, torch.Tensor) and src.dtype == out.dtype
+    if is_op(node, aten.expand, aten.slice, *_FLATTEN):
+        step_ok = not is_op(node, aten.slice) or (node.args[4] if len(node.args) > 4 else 1) == 1
+        return step_ok and _same_shape(_shape(node.args[0]), _shape(node))
+    return False
+
+
+def _skip_identity(node, seen: list) -> Any:
+    """Walk back from ``node`` through value-preserving ops; ``seen`` collects the ops walked through."""
+    while isinstance(node, fx.Node) and node.op == "call_function" and _is_identity(node):
+        seen.append(node)
+        node = node.args[0]
+    return node
+
+
+def _const_scalar(x) -> float | None:
+    """A Python number for ``x`` if it is one, or a 0-d/size-1 ``full``/``scalar_tensor`` constant."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return float(x)
+    if not isinstance(x, fx.Node):
+        return None
+    seen: list = []
+    x = _skip_identity(x, seen)
+    if is_op(x, aten.full) and all(_known_eq(s, 1) for s in x.args[0]):
+        return _const_scalar(x.args[1])
+    if is_op(x, aten.scalar_tensor):
+        return _const_scalar(x.args[0])
+    return None
+
+
+def _is_0d_tensor(x) -> bool:
+    t = val(x)
+    return isinstance(t, torch.Tensor) and t.dim() == 0
+
+
+def _dtype(node) -> torch.dtype | None:
+    t = val(node)
+    return t.dtype if isinstance(t, torch.Tensor) else None
+
+
+# --------------------------------------------------------------------------------------------- softmax
+
+
+@dataclass
+class _Softmax:
+    input: fx.Node
+    output: fx.Node
+    dim: int
+    nodes: list[fx.Node]
+
+
+def _softmax_at(x: fx.Node) -> _Softmax | None:
+    """The softmax whose input is ``x``: ``_softmax(x, dim)`` or Inductor's decomposition of it,
+    ``div(exp(x - amax(x, dim)), sum(exp(...), dim))`` with every intermediate used only inside."""
+    users = list(x.users)
+    if len(users) == 1 and is_op(users[0], aten._softmax, aten.softmax):
+        sm = users[0]
+        return _Softmax(x, sm, sm.args[1], [sm])
+    amax = [u for u in users if is_op(u, aten.amax) and u.args[0] is x]
+    if len(amax) != 1 or len(users) != 2:
+        return None
+    amax = amax[0]
+    sub = next((u for u in users if is_op(u, aten.sub) and u.args[:2] == (x, amax)), None)
+    exp = sub and _sole_user(sub)
+    if exp is None or len(amax.users) != 1 or not is_op(exp, aten.exp) or len(exp.users) != 2:
+        return None
+    total = next((u for u in exp.users if is_op(u, aten.sum) and u.args[0] is exp), None)
+    div = total and _sole_user(total)
+    if div is None or not is_op(div, aten.div) or div.args[:2] != (exp, total) or div not in exp.users:
+        return None
+    dims = list(amax.args[1]) if len(amax.args) > 1 else []
+    keep = (amax.args[2] if len(amax.args) > 2 else False) and (total.args[2] if len(total.args) > 2 else False)
+    if len(dims) != 1 or list(total.args[1]) != dims or not keep:
+        return None
+    return _Softmax(x, div, dims[0], [amax, sub, exp, total, div])
+
+
+def _op_ahead(node: fx.Node, packets, depth: int = 5) -> bool:
+    """Is one of ``packets`` within ``depth`` ops downstream of ``node``? (decides whether a miss is reported)"""
+    frontier = [node]
+    for _ in range(depth):
+        frontier = [u for n in frontier for u in n.users]
+        if any(is_op(u, *packets) for u in frontier):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------------------------- operands
+
+
+def _unflatten(flat: fx.Node, prep: list, report: bool = True) -> fx.Node:
+    """The tensor [*batch, M, K] that bmm operand ``flat`` [N, M, K] flattens (``matmul``'s expand/clone/view);
+    ``flat`` itself when the bmm was called on 3-D tensors."""
+    node = _skip_identity(flat, prep)
+    if node.op == "call_function" and is_op(node, *_FLATTEN):
+        prep.append(node)
+        src = _skip_identity(node.args[0], prep)
+        src_shape, flat_shape = _shape(src), _shape(flat)
+        if len(src_shape) >= 3 and _same_shape(src_shape[-2:], flat_shape[-2:]):
+            return src
+        raise _Miss(flat, f"a bmm operand {_fmt(flat_shape)} is not a flattened [*batch, M, K] tensor "
+                    f"(it views {_fmt(src_shape)})", report)
+    return node
+
+
+def _strip_transpose(kt: fx.Node, prep: list) -> fx.Node | None:
+    """k for ``kt = k.transpose(-2, -1)`` (a permute swapping the last two dims), else None."""
+    if is_op(kt, aten.permute):
+        n = len(kt.args[1])
+        if [d % n for d in kt.args[1]] == [*range(n - 2), n - 1, n - 2]:
+            prep.append(kt)
+            return kt.args[0]
+    if is_op(kt, aten.transpose):
+        n = len(_shape(kt))
+        if sorted(d % n for d in kt.args[1:3]) == [n - 2, n - 1]:
+            prep.append(kt)
+            return kt.args[0]
+    return None
+
+
+def _repeat_kv_source(node: fx.Node, prep: list) -> tuple[fx.Node, int] | None:
+    """(kv [B, Hkv, S, D], n_rep) when ``node`` [B, Hkv*n_rep, S, D] is HF's repeat_kv of kv:
+    ``kv[:, :, None].expand(B, Hkv, n_rep, S, D).reshape(B, Hkv*n_rep, S, D)``."""
+    seen: list = []
+    flat = _skip_identity(node, seen)
+    if not is_op(flat, *_FLATTEN) or len(_shape(flat)) != 4:
+        return None
+    expand = _skip_identity(flat.args[0], seen)
+    if not is_op(expand, aten.expand) or len(_shape(expand)) != 5:
+        return None
+    unsq = _skip_identity(expand.args[0], seen)
+    if not is_op(unsq, aten.unsqueeze) or unsq.args[1] % 5 != 2:
+        return None
+    kv = _skip_identity(unsq.args[0], seen)
+    b, hkv, rep, s, d = _shape(expand)
+    if not (_same_shape(_shape(kv), (b, hkv, s, d)) and _same_shape(_shape(flat), (b, hkv * rep, s, d))):
+        return None
+    if not isinstance(rep, int):
+        return None
+    prep.extend([*seen, flat, expand, unsq])
+    return kv, rep
+
+
+# --------------------------------------------------------------------------------------------- the match
+
+
+def _match(bmm1: fx.Node, grad_enabled: bool) -> _Attention:
+    """Match the attention starting at the scores ``bmm1``; raises ``_Miss`` when it is not one we can rewrite."""
+    chain: list[fx.Node] = [bmm1]
+    prep: list[fx.Node] = []
+    q = _unflatten(bmm1.args[0], prep, report=False)
+    batch = _shape(q)[:-2]
+
+    # scores [N, Sq, Sk] -> [*batch, Sq, Sk]
+    node = bmm1
+    user = _sole_user(node)
+    if len(batch) > 1:
+        if user is None or not is_op(user, *_FLATTEN) or not _same_shape(_shape(user)[:-2], batch):
+            raise _Miss(bmm1, "the scores bmm is not viewed back to the query's batch dims", report=False)
+        chain.append(user)
+        node = user
+
+    attn = _Attention(q=q, k=q, v=q, output=bmm1, chain=chain)
+    softmax = _walk_scores(node, attn, grad_enabled)
+    scores_ndim = len(_shape(softmax.input))
+    if softmax.dim % scores_ndim != scores_ndim - 1:
+        raise _Miss(softmax.output, f"softmax over dim {softmax.dim}, not the last dim: SDPA normalises over the keys")
+    bmm2 = _walk_weights(softmax.output, attn, grad_enabled)
+    _match_operands(bmm1, bmm2, batch, attn, prep)
+    _check(attn)
+    attn.chain.extend(prep)  # erased once dead; kept where something else still uses them
+    return attn
+
+
+def _users_miss(node: fx.Node, what: str, grad_enabled: bool) -> _Miss:
+    if grad_enabled:
+        return _Miss(node, f"autograd is on and the backward pass reads the attention {what}: compile under "
+                           "torch.no_grad() / torch.inference_mode() (or eval) to get SDPA")
+    return _Miss(node, f"the attention {what} have another user (e.g. output_attentions=True, or they are "
+                       "returned): SDPA never materialises them")
+
+
+def _walk_scores(node: fx.Node, attn: _Attention, grad_enabled: bool) -> _Softmax:
+    """Walk from the scores to the softmax, collecting the scale and the mask terms."""
+    for _ in range(_MAX_CHAIN):
+        softmax = _softmax_at(node)
+        if softmax is not None:
+            attn.chain.extend(softmax.nodes)
+            return softmax
+        user = _sole_user(node)
+        if user is None:
+            if not _op_ahead(node, _SOFTMAX_OPS, depth=3):
+                raise _Miss(node, "scores have several users", report=False)
+            raise _users_miss(node, "scores", grad_enabled)
+        try:
+            _scores_op(user, node, attn)
+        except _Miss as miss:
+            miss.report = miss.report and _op_ahead(node, _SOFTMAX_OPS)
+            raise
+        attn.chain.append(user)
+        node = user
+    raise _Miss(node, "too many ops between the scores and the softmax", report=False)
+
+
+def _scores_op(op: fx.Node, prev: fx.Node, attn: _Attention) -> None:
+    """Record what ``op`` (applied to the scores ``prev``) does, or raise ``_Miss``."""
+    shape = _shape(prev)
+    if _is_identity(op) and op.args[0] is prev:
+        return
+    if is_op(op, prims.convert_element_type, aten._to_copy):
+        src, dst = _dtype(prev), _dtype(op)
+        if not (dst.is_floating_point and dst.itemsize >= src.itemsize):
+            raise _Miss(op, f"the scores are cast from {src} down to {dst} before the softmax")
+        return
+    if is_op(op, aten.mul, aten.div):
+        other = op.args[1] if op.args[0] is prev else op.args[0]
+        if is_op(op, aten.div) and op.args[0] is not prev:
+            raise _Miss(op, "the scores are the divisor of a div")
+        if attn.mask:
+            raise _Miss(op, "the scores are scaled after the mask is added: SDPA scales before adding the mask")
+        number = _const_scalar(other)
+        if number is not None:
+            attn.scale *= number if is_op(op, aten.mul) else 1.0 / number
+        elif _is_0d_tensor(other):
+            attn.scale_tensors.append(("mul" if is_op(op, aten.mul) else "div", other))
+        else:
+            raise _Miss(op, f"the scores are scaled by a tensor of shape {_fmt(_shape(other))}, not a scalar")
+        return
+    if is_op(op, aten.add) and op.kwargs.get("alpha", 1) == 1 and len(op.args) == 2:
+        other = op.args[1] if op.args[0] is prev else op.args[0]
+        if not isinstance(other, fx.Node) or not isinstance(val(other), torch.Tensor):
+            raise _Miss(op, "a constant is added to the scores")
+        _check_broadcast(op, prev, other)
+        attn.mask.append(_MaskTerm("add", other))
+        return
+    if is_op(op, aten.where) and len(op.args) == 3 and prev in op.args[1:]:
+        keep = op.args[1] is prev
+        _check_broadcast(op, prev, op.args[0])
+        attn.mask.append(_MaskTerm("keep" if keep else "fill", op.args[0], _mask_fill(op, op.args[2 if keep else 1])))
+        return
+    if is_op(op, aten.masked_fill) and op.args[0] is prev:
+        _check_broadcast(op, prev, op.args[1])
+        attn.mask.append(_MaskTerm("fill", op.args[1], _mask_fill(op, op.args[2])))
+        return
+    what = op_name(op)
+    if is_op(op, aten.tanh):
+        what += " (logit softcapping)"
+    raise _Miss(op, f"{what} between the attention scores {_fmt(shape)} and the softmax cannot be expressed by SDPA")
+
+
+def _check_broadcast(op: fx.Node, scores: fx.Node, other: fx.Node) -> None:
+    if not _same_shape(_shape(op), _shape(scores)):
+        raise _Miss(op, f"the mask {_fmt(_shape(other))} does not broadcast to the scores {_fmt(_shape(scores))}")
+
+
+def _mask_fill(op: fx.Node, fill) -> float:
+    """The fill of a where/masked_fill mask; only -inf or the most negative finite value of the scores' dtype
+    make ``where(c, s, fill)`` equal to ``s + where(c, 0, fill)``."""
+    value = _const_scalar(fill)
+    dtype = _dtype(op)
+    if value is None or not (value == -math.inf or value <= torch.finfo(dtype).min):
+        shown = "a tensor" if value is None else value
+        raise _Miss(op, f"masked scores are filled with {shown}; SDPA needs -inf or torch.finfo({dtype}).min")
+    return value
+
+
+def _walk_weights(node: fx.Node, attn: _Attention, grad_enabled: bool) -> fx.Node:
+    """Walk from the softmax output to the bmm with V (through casts, eval-mode dropout, matmul's expand/view)."""
+    for _ in range(_MAX_CHAIN):
+        user = _sole_user(node)
+        if user is None:
+            raise _users_miss(node, "weights (softmax output)", grad_enabled)
+        if is_op(user, aten.bmm) and user.args[0] is node:
+            attn.chain.append(user)
+            return user
+        ok = _is_identity(user) or is_op(user, prims.convert_element_type, aten._to_copy)
+        after = _sole_user(user)
+        if is_op(user, *_FLATTEN) and after is not None and is_op(after, aten.bmm):
+            ok = _same_shape(_shape(user)[-2:], _shape(node)[-2:])
+        if not ok:
+            if not _op_ahead(node, (aten.bmm,)):
+                raise _Miss(node, "softmax output does not feed a bmm", report=False)
+            hint = " (dropout with p>0 in training mode? call model.eval())" if is_op(user, aten.mul) else ""
+            raise _Miss(user, f"{op_name(user)} between the softmax and attn @ V{hint} cannot be expressed by SDPA")
+        attn.chain.append(user)
+        node = user
+    raise _Miss(node, "too many ops between the softmax and attn @ V", report=False)
+
+
+def _match_operands(bmm1: fx.Node, bmm2: fx.Node, batch: tuple, attn: _Attention, prep: list) -> None:
+    """Find q, k, v behind the bmm operands, GQA's repeat_kv, and the output view."""
+    kt = _unflatten(bmm1.args[1], prep)
+    vv = _unflatten(bmm2.args[1], prep)
+    for name, t in (("key", kt), ("value", vv)):
+        if not _same_shape(_shape(t)[:-2], batch):
+            raise _Miss(t, f"the {name} batch dims {_fmt(_shape(t)[:-2])} differ from the query's {_fmt(batch)} "
+                           "(a broadcasting matmul)")
+    k = _strip_transpose(kt, prep)
+    attn.k, attn.k_is_transposed = (k, False) if k is not None else (kt, True)
+    attn.v = vv
+
+    output = bmm2
+    if len(batch) > 1:
+        output = _sole_user(bmm2)
+        want = (*batch, *_shape(bmm2)[-2:])
+        if output is None or not is_op(output, *_FLATTEN) or not _same_shape(_shape(output), want):
+            raise _Miss(bmm2, "attn @ V is not viewed back to the query's batch dims")
+        attn.chain.append(output)
+    attn.output = output
+
+    if len(batch) == 2 and not attn.k_is_transposed:
+        k_src = _repeat_kv_source(attn.k, kv_prep := [])
+        v_src = _repeat_kv_source(attn.v, kv_prep)
+        if k_src and v_src and k_src[1] == v_src[1] and _same_shape(_shape(k_src[0])[:2], _shape(v_src[0])[:2]):
+            attn.repeat = k_src[1]
+            attn.kv_sources = (k_src[0], v_src[0], kv_prep)  # used or not once the mask is known
+
+
+def _check(attn: _Attention) -> None:
+    """Preconditions that SDPA must meet to compute exactly what the graph computes."""
+    q, k, v = (val(n) for n in (attn.q, attn.k, attn.v))
+    if not (q.dtype == k.dtype == v.dtype):
+        raise _Miss(attn.output, f"query/key/value dtypes differ ({q.dtype}, {k.dtype}, {v.dtype})")
+    if not q.dtype.is_floating_point:
+        raise _Miss(attn.output, f"attention in {q.dtype}: SDPA needs floating point")
+    if not (q.device == k.device == v.device):
+        raise _Miss(attn.output, f"query/key/value live on different devices ({q.device}, {k.device}, {v.device})")
+    if _dtype(attn.output) != q.dtype:
+        raise _Miss(attn.output, f"the attention output is {_dtype(attn.output)}, not the query dtype {q.dtype}")
+    for term in attn.mask:
+        t = val(term.tensor)
+        if term.kind == "add" and t.dtype != q.dtype:
+            raise _Miss(term.tensor, f"the additive mask is {t.dtype} but the query is {q.dtype}: build the mask in "
+                                     "the model dtype")
+        if term.kind != "add" and t.dtype != torch.bool:
+            raise _Miss(term.tensor, f"the where/masked_fill condition is {t.dtype}, not bool")
+        if t.device != q.device:
+            raise _Miss(term.tensor, f"the mask lives on {t.device}, the query on {q.device}")
+
+
+# --------------------------------------------------------------------------------------------- causal masks
+
+
+def _constant_subgraph(node: fx.Node) -> list[fx.Node] | None:
+    """The nodes computing ``node`` in topological order, if none of them reads a graph input, a random
+    number generator or uninitialised memory, and all shapes are static (e.g. a mask built from ``arange``)."""
+    order: list[fx.Node] = []
+    seen: set[fx.Node] = set()
+
+    def visit(n: fx.Node) -> bool:
+        if n in seen:
+            return True
+        seen.add(n)
+        if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload) or len(seen) > _MAX_CONST_NODES:
+            return False
+        if torch.Tag.nondeterministic_seeded in n.target.tags or "empty" in n.target.__name__:
+            return False
+        t = val(n)
+        if isinstance(t, torch.Tensor) and (
+            any(not isinstance(s, int) for s in t.shape) or t.numel() > _MAX_CONST_NUMEL
+        ):
+            return False
+        if not all(visit(i) for i in n.all_input_nodes):
+            return False
+        order.append(n)
+        return True
+
+    return order if visit(node) else None
+
+
+def _is_causal_only(attn: _Attention, q_len, k_len) -> bool:
+    """True when the single mask term is a compile-time constant that allows exactly key j <= query i
+    (SDPA's is_causal, top-left aligned) and blocks the rest with -inf / the dtype's minimum."""
+    if len(attn.mask) != 1 or not isinstance(q_len, int) or not isinstance(k_len, int):
+        return False
+    term = attn.mask[0]
+    nodes = _constant_subgraph(term.tensor)
+    if nodes is None:
+        return False
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily():  # run the mask's ops on real tensors, once, at compile time
+        env: dict[fx.Node, Any] = {}
+        for n in nodes:
+            args, kwargs = fx.node.map_arg((n.args, n.kwargs), env.__getitem__)
+            env[n] = n.target(*args, **kwargs)
+        value = env[term.tensor]
+        causal = torch.ones(q_len, k_len, dtype=torch.bool, device=value.device).tril()
+        try:
+            causal = causal.expand(torch.broadcast_shapes(value.shape, causal.shape))
+            value = value.expand(causal.shape)
+        except RuntimeError:
+            return False
+        if term.kind == "keep":
+            return bool(torch.equal(value, causal))
+        if term.kind == "fill":
+            return bool(torch.equal(value, ~causal))
+        blocked = (value == -math.inf) | (value <= torch.finfo(value.dtype).min)
+        return bool(torch.equal(value == 0, causal) and torch.equal(blocked, ~causal))
+
+
+def _decide_mask_and_gqa(attn: _Attention) -> None:
+    q_len, k_len = _shape(attn.q)[-2], _shape(attn.k)[-1 if attn.k_is_transposed else -2]
+    if attn.mask and _is_causal_only(attn, q_len, k_len):
+        attn.mask, attn.is_causal = [], True
+    sources = attn.kv_sources
+    if sources is None:
+        return
+    # SDPA's GQA keeps K/V un-repeated. The CPU flash kernel takes GQA with or without a mask; on CUDA only the
+    # flash kernel takes GQA and it takes no mask, so with a mask the repeated K/V keep the efficient kernel.
+    if val(attn.q).device.type == "cpu" or not attn.mask:
+        attn.k, attn.v, kv_prep = sources
+        attn.enable_gqa = True
+        attn.chain.extend(kv_prep)
+
+
+# --------------------------------------------------------------------------------------------- the rewrite
+
+
+def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
+    """The replacement, traced with Inductor's decompositions. ``extra``: scale tensors, then mask tensors."""
+    it = iter(extra)
+    for kind, _ in attn.scale_tensors:
+        s = next(it)
+        q = q * s if kind == "mul" else q / s
+    if attn.k_is_transposed:
+        k = k.transpose(-2, -1)
+    mask = None
+    for term in attn.mask:
+        t = next(it)
+        if term.kind != "add":
+            fill = term.fill if term.fill == -math.inf else max(term.fill, torch.finfo(dtype).min)
+            zero = torch.zeros((), dtype=dtype, device=q.device)
+            blocked = torch.full((), fill, dtype=dtype, device=q.device)
+            t = torch.where(t, zero, blocked) if term.kind == "keep" else torch.where(t, blocked, zero)
+        mask = t if mask is None else mask + t
+    kwargs = {"enable_gqa": True} if attn.enable_gqa else {}
+    return F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=0.0, is_causal=attn.is_causal, scale=attn.scale, **kwargs
+    )
+
+
+def _insert_sdpa(graph: fx.Graph, attn: _Attention) -> list[fx.Node]:
+    """Trace the SDPA replacement on the matched tensors' fake values and splice it in before ``attn.output``."""
+    from torch._guards import detect_fake_mode
+    from torch._inductor.pattern_matcher import fwd_only
+
+    inputs = [attn.q, attn.k, attn.v, *(n for _, n in attn.scale_tensors), *(t.tensor for t in attn.mask)]
+    fakes = [val(n) for n in inputs]
+    mode = detect_fake_mode([f for f in fakes if isinstance(f, torch.Tensor)])
+    dtype = val(attn.q).dtype
+    with mode if mode is not None else contextlib.nullcontext():
+        traced = fwd_only(lambda *a: _sdpa(attn, dtype, *a), fakes)
+    placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
+    env = dict(zip(placeholders, inputs))
+    with graph.inserting_before(attn.output):
+        out = graph.graph_copy(traced.graph, env)
+    inserted = [env[n] for n in traced.graph.nodes if n.op == "call_function"]
+    trace = attn.output.meta.get("stack_trace") or attn.chain[0].meta.get("stack_trace")
+    for n in inserted:
+        if trace and not n.meta.get("stack_trace"):
+            n.meta["stack_trace"] = trace
+    attn.output.replace_all_uses_with(out)
+    return inserted
+
+
+def _erase_dead(graph: fx.Graph, nodes: list[fx.Node]) -> list[fx.Node]:
+    """Erase the pure nodes of ``nodes`` (and what only they used) that have no users left."""
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    pending = {n for n in nodes if n in order}
+    erased = []
+    while pending:
+        node = max(pending, key=order.__getitem__)  # consumers before producers
+        pending.discard(node)
+        if node.users or node.op != "call_function" or node.is_impure():
+            continue
+        inputs = node.all_input_nodes
+        graph.erase_node(node)
+        erased.append(node)
+        pending.update(i for i in inputs if i.op == "call_function")
+    return erased
+
+
+def _detail(attn: _Attention) -> dict:
+    if attn.is_causal:
+        mask = "causal (constant mask dropped, is_causal=True)"
+    else:
+        mask = "+".join(t.kind for t in attn.mask) or "none"
+    return {
+        "q": _fmt(_shape(attn.q)),
+        "k": _fmt(_shape(attn.k)),
+        "scale": attn.scale if not attn.scale_tensors else f"{attn.scale} * runtime scalar",
+        "mask": mask,
+        "gqa": f"enable_gqa (x{attn.repeat})" if attn.enable_gqa else ("repeated K/V" if attn.repeat > 1 else "no"),
+    }
+
+
+def apply(graph: fx.Graph, ctx) -> None:
+    """Rewrite every eager attention in ``graph`` into SDPA; report the ones that almost matched."""
+    for bmm1 in [n for n in graph.nodes if is_op(n, aten.bmm)]:
+        if getattr(bmm1, "_erased", False):
+            continue  # erased by an earlier rewrite (it was that attention's bmm with V)
+        try:
+            attn = _match(bmm1, ctx.grad_enabled)
+            _decide_mask_and_gqa(attn)
+        except _Miss as miss:
+            if miss.report:
+                ctx.near_miss(miss.node, miss.reason)
+            continue
+        saved = 2 * tensor_bytes(bmm1)  # the [*batch, Sq, Sk] scores and weights are no longer written and read
+        order = {n: i for i, n in enumerate(graph.nodes)}
+        inserted = _insert_sdpa(graph, attn)
+        erased = sorted(_erase_dead(graph, attn.chain), key=order.__getitem__)
+        ctx.matched(erased, inserted, detail=_detail(attn), saved_bytes=saved)
