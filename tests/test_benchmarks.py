@@ -16,7 +16,7 @@ FIELDS = {"model", "attn", "workload", "variant", "median_ms", "kernels", "peak_
 
 def test_e2e_harness_tiny_cpu(tmp_path):
     out = tmp_path / "res.json"
-    assert bench_e2e.main(["--tiny", "--attn", "eager", "--workloads", "decode-16", "--variants", "eager",
+    assert bench_e2e.main(["--tiny", "--device", "cpu", "--attn", "eager", "--workloads", "decode-16", "--variants", "eager",
                            "fusion_passes", "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     assert {"device", "torch", "triton", "transformers"} <= set(data["environment"])
