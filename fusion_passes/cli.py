@@ -42,6 +42,9 @@ def main(argv=None) -> int:
     pats = sub.add_parser("patterns", help="list the pattern families")
     pats.set_defaults(func=_cmd_patterns)
 
+    from .cli_report import add_report_parser  # noqa: E402 - `report` lives with the reports
+    add_report_parser(sub)
+
     args = parser.parse_args(argv)
     try:
         return args.func(args)
