@@ -7,7 +7,8 @@ TARGET names a factory, ``path/to/file.py:factory`` or ``package.module:factory`
 ``(model, example_inputs)`` (a tuple/list of positional inputs, a dict of keyword inputs, or one tensor) or
 ``(model, args, kwargs)``; it may take ``device`` and/or ``dtype`` keyword arguments, and the model and its
 floating-point inputs are moved to ``--device``/``--dtype`` afterwards either way. The model runs in
-``eval()`` under ``torch.no_grad()`` unless ``--train``. Progress goes to stderr, the report to stdout.
+``eval()`` under ``torch.no_grad()`` unless ``--train``. The report goes to stdout; progress, and anything the
+user's code prints, to stderr.
 Mistakes (bad TARGET, a factory returning the wrong thing, CUDA asked for but absent) raise ``ReportError``,
 which ``fusion-passes`` prints with the fix and exit code 2.
 """
@@ -199,17 +200,18 @@ def run_report(args) -> int:
     from .report import collect
 
     device, dtype = pick_device(args.device), pick_dtype(args.dtype)
-    factory = load_factory(args.target)
-    _say(f"building the model: {args.target}")
-    model, call_args, call_kwargs = build_inputs(_call_factory(factory, device, dtype), factory.__name__)
-    if isinstance(model, torch.nn.Module):
-        model = model.to(device=device, dtype=dtype) if (device or dtype) else model
-        model.train(args.train)
-    call_args, call_kwargs = _move(call_args, device, dtype), _move(call_kwargs, device, dtype)
-
-    with contextlib.nullcontext() if args.train else torch.no_grad():
-        rep = collect(model, call_args, call_kwargs, patterns=args.patterns, exclude=args.exclude, mode=args.mode,
-                      dynamic=True if args.dynamic else None, progress=_say, target=args.target)
+    # stdout carries the report only (it may be JSON); whatever the user's code prints goes to stderr
+    with contextlib.redirect_stdout(sys.stderr):
+        factory = load_factory(args.target)
+        _say(f"building the model: {args.target}")
+        model, call_args, call_kwargs = build_inputs(_call_factory(factory, device, dtype), factory.__name__)
+        if isinstance(model, torch.nn.Module):
+            model = model.to(device=device, dtype=dtype) if (device or dtype) else model
+            model.train(args.train)
+        call_args, call_kwargs = _move(call_args, device, dtype), _move(call_kwargs, device, dtype)
+        with contextlib.nullcontext() if args.train else torch.no_grad():
+            rep = collect(model, call_args, call_kwargs, patterns=args.patterns, exclude=args.exclude,
+                          mode=args.mode, dynamic=True if args.dynamic else None, progress=_say, target=args.target)
 
     if args.html:
         rep.to_html(args.html)
