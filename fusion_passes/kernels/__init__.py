@@ -1,0 +1,1 @@
+"""Runtime ops that pattern families insert into graphs (custom ops with fake implementations)."""

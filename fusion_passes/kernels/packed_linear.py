@@ -1,0 +1,189 @@
+"""``fusion_passes::packed_linear``: N linears that read one input, run as one GEMM with no per-call weight copy.
+
+    # before: N GEMMs on the same activation
+    y_i = x @ W_i.T                          x [M, K], W_i [N_i, K]  ->  y_i [M, N_i]
+    # after: one GEMM on the row-stacked weights; the graph takes y_i = y[:, o_i : o_i + N_i] as views
+    y = packed_linear(x, [W_0, ..., W_n])    ->  y [M, sum N_i]
+
+The weights are graph inputs (the module's own ``nn.Parameter`` objects), so the op must not ``cat`` them
+on every call. How it gets one [sum N_i, K] matrix:
+
+1. **Steady state, zero copy.** If W_0..W_n are consecutive row blocks of one buffer (same storage, each
+   contiguous, each starting where the previous one ends), the op runs one ``mm`` on an ``as_strided``
+   view of that buffer.
+2. **Once: pack.** Otherwise it allocates a [sum N_i, K] buffer, copies the weights in, and re-points
+   each weight tensor onto its row block (``Tensor.set_``). The parameters stay the same Python objects
+   with the same values, shapes and strides; their old storages are freed, so weight memory stays 1x.
+   In-place updates after that (``load_state_dict``, ``param.copy_``, optimizer steps) write into the
+   packed buffer, so the next call sees them. Reassigning ``param.data = t`` breaks adjacency and the
+   next call packs again: results are never stale.
+3. **Unpacked fallback.** Re-pointing a weight whose memory some *other* tensor also uses (a user's
+   alias, a ``state_dict()`` tensor still held, a flat-parameter buffer) would silently cut that alias
+   off, so then the op runs N GEMMs into slices of its output instead (correct, just not fused) and
+   tries again on later calls. The same happens during CUDA graph capture, where allocating and
+   copying is not allowed.
+
+``unpack_parameters(module)`` gives packed parameters their own storage again (e.g. before saving with
+safetensors, which refuses tensors that share memory).
+"""
+
+from __future__ import annotations
+
+import collections
+import sys
+import warnings
+
+import torch
+
+__all__ = ["packed_linear", "unpack_parameters", "STATS"]
+
+# How often each path ran, for tests and reports: "packed" (one GEMM), "repacked" (buffer built),
+# "unpacked" (fallback).
+STATS: collections.Counter = collections.Counter()
+
+_packed_storages: set[int] = set()  # data_ptr of every buffer this module packed weights into
+_side_streams: dict = {}
+_warned: set[str] = set()
+
+
+@torch.library.custom_op("fusion_passes::packed_linear", mutates_args=())
+def packed_linear(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
+    """``cat([x @ w.T for w in weights], dim=1)`` as one GEMM.  x [M, K], weights[i] [N_i, K] -> [M, sum N_i]"""
+    stacked = _stacked_view(weights)
+    if stacked is None and _may_repack(x, weights):
+        stacked = _repack(weights)
+        STATS["repacked"] += 1
+    if stacked is None:
+        STATS["unpacked"] += 1
+        return _unpacked(x, weights)
+    STATS["packed"] += 1
+    return torch.mm(x, stacked.t())
+
+
+@packed_linear.register_fake
+def _packed_linear_fake(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
+    return x.new_empty((x.shape[0], sum(w.shape[0] for w in weights)))
+
+
+def _stacked_view(weights: list[torch.Tensor]) -> torch.Tensor | None:
+    """The [sum N_i, K] matrix the weights already form in memory, or None if they are not adjacent rows."""
+    first = weights[0]
+    k = first.shape[1]
+    base = first.untyped_storage().data_ptr()
+    offset = first.storage_offset()
+    for w in weights:
+        if w.storage_offset() != offset or not w.is_contiguous() or w.untyped_storage().data_ptr() != base:
+            return None
+        offset += w.shape[0] * k
+    return first.as_strided(((offset - first.storage_offset()) // k, k), (k, 1))
+
+
+def _storage_users(t: torch.Tensor) -> int:
+    """How many tensors (TensorImpls) hold ``t``'s storage, ``t`` included."""
+    storage = t.untyped_storage()
+    return torch._C._storage_Use_Count(storage._cdata) - 1  # minus the `storage` object just made
+
+
+def _may_repack(x: torch.Tensor, weights: list[torch.Tensor]) -> bool:
+    """Whether re-pointing the weights is safe: nothing outside ``weights`` shares their memory."""
+    if x.is_cuda and torch.cuda.is_current_stream_capturing():
+        _warn_once("capture", "weights are not packed yet during CUDA graph capture; running them unpacked")
+        return False
+    in_list = collections.Counter(w.untyped_storage().data_ptr() for w in weights)
+    transient = _checker_alias()
+    if transient is not None:
+        in_list[transient.untyped_storage().data_ptr()] += 1
+    if all(_storage_users(w) == in_list[w.untyped_storage().data_ptr()] for w in weights):
+        return True
+    _warn_once(
+        "alias",
+        "a projection weight shares memory with another tensor (an alias, a held state_dict(), a flat "
+        "parameter buffer); packing it would cut that alias off, so it runs unpacked until the alias is gone",
+    )
+    return False
+
+
+def _checker_alias() -> torch.Tensor | None:
+    """The ``param.data`` alias that AOTAutograd's first-call custom-op aliasing check holds, if any.
+
+    On the first call of a compiled graph, ``_AnalyzeCustomOpInputOutputMode.__torch_dispatch__``
+    (torch/_functorch/_aot_autograd/runtime_wrappers.py) keeps ``underlying_tensor = param.data`` of the
+    last parameter argument in a local while it runs the op; it dies when the op returns, so it does not
+    make re-pointing unsafe. Only looked for when some weight shows an extra user (the slow path).
+    """
+    frame = sys._getframe(2)
+    for _ in range(16):
+        if frame is None:
+            return None
+        if frame.f_code.co_name == "__torch_dispatch__":
+            owner = frame.f_locals.get("self")
+            alias = frame.f_locals.get("underlying_tensor")
+            if type(owner).__name__ == "_AnalyzeCustomOpInputOutputMode" and isinstance(alias, torch.Tensor):
+                return alias
+            return None
+        frame = frame.f_back
+    return None
+
+
+def _repack(weights: list[torch.Tensor]) -> torch.Tensor:
+    """Copy the weights into one [sum N_i, K] buffer and make each weight a row block of it (one time)."""
+    first = weights[0]
+    k = first.shape[1]
+    rows = sum(w.shape[0] for w in weights)
+    with torch.no_grad():
+        packed = _alloc_and_fill(weights, (rows, k))
+        storage = packed.untyped_storage()
+        row = 0
+        for w in weights:
+            w.set_(storage, row * k, (w.shape[0], k), (k, 1))
+            row += w.shape[0]
+    _packed_storages.add(storage.data_ptr())
+    return packed
+
+
+def _alloc_and_fill(weights: list[torch.Tensor], shape: tuple[int, int]) -> torch.Tensor:
+    """``cat(weights)`` into a new buffer. On CUDA the buffer is made on a side stream, so that a
+    CUDA-graph warm-up (which routes the current stream's allocations into the graph's private pool)
+    cannot place long-lived parameters in that pool; the device is synchronised around it (one time)."""
+    first = weights[0]
+    if not first.is_cuda:
+        packed = torch.empty(shape, dtype=first.dtype, device=first.device)
+        return torch.cat(weights, dim=0, out=packed)
+    device = first.device
+    stream = _side_streams.setdefault(device, torch.cuda.Stream(device))
+    torch.cuda.synchronize(device)
+    with torch.cuda.stream(stream):
+        packed = torch.empty(shape, dtype=first.dtype, device=device)
+        torch.cat(weights, dim=0, out=packed)
+    torch.cuda.synchronize(device)
+    return packed
+
+
+def _unpacked(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
+    """N GEMMs, each writing its column block of the [M, sum N_i] output (no weight copy)."""
+    out = x.new_empty((x.shape[0], sum(w.shape[0] for w in weights)))
+    col = 0
+    for w in weights:
+        torch.mm(x, w.t(), out=out[:, col : col + w.shape[0]])
+        col += w.shape[0]
+    return out
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(f"fusion_passes.packed_linear: {message}", stacklevel=3)
+
+
+def unpack_parameters(module: torch.nn.Module) -> int:
+    """Give every parameter of ``module`` that ``packed_linear`` packed its own storage again.
+
+    Returns how many were unpacked. A compiled model packs them again on its next call.
+    """
+    count = 0
+    with torch.no_grad():
+        for p in module.parameters():
+            if p.untyped_storage().data_ptr() in _packed_storages:
+                p.data = p.detach().clone()
+                count += 1
+    return count
