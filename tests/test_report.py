@@ -216,6 +216,8 @@ def test_json_schema(rep, tmp_path):
     assert {"graph_id", "compile_id", "kernels", "matches", "near_misses", "errors", "stages", "saved_bytes"} <= set(g1)
     assert g1["stages"][0]["ops_delta"] == {"aten.add": [0, 1], "aten.mul": [1, 0]}
     assert g1["stages"][0]["diff"].startswith("--- graph 1 post_grad before")
+    assert "mul = torch.ops.aten.mul.Tensor(bmm, 2)" in g1["stages"][0]["code_before"]
+    assert "code_before" not in rep.to_dict(code=False)["graphs"][0]["stages"][0]
     b = data["graph_breaks"][0]
     assert set(b) == {"reason", "location", "explanation", "hints", "user_stack", "count", "between", "blocked",
                       "skipped_frame", "url"}
@@ -290,7 +292,7 @@ def test_html_structure(rep, page):
     assert ("pre", "diff") in p.classes and ("span", "add") in p.classes and ("span", "del") in p.classes
     assert len([c for c in p.classes if c == ("details", "break-detail")]) == 3
     assert p.external == [] and all("src" not in s for s in p.scripts)  # self-contained
-    assert json.loads(p.data["report-data"]) == json.loads(json.dumps(rep.to_dict()))
+    assert json.loads(p.data["report-data"]) == json.loads(json.dumps(rep.to_dict(code=False)))
     assert "384 B" in text and "multiplier is not the constant 2" in text
 
 

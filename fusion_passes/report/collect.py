@@ -143,11 +143,12 @@ def _no_autograd_cache():
     """AOTAutograd's cache would serve a compiled graph without running our passes."""
     try:
         from torch._functorch import config as functorch_config
-
-        patch = functorch_config.patch(enable_autograd_cache=False)
-    except (ImportError, AttributeError, KeyError):  # an older/newer torch without the option
-        patch = contextlib.nullcontext()
-    with patch:
+    except ImportError:
+        functorch_config = None
+    if functorch_config is None or not hasattr(functorch_config, "enable_autograd_cache"):  # a torch without it
+        yield
+        return
+    with functorch_config.patch(enable_autograd_cache=False):
         yield
 
 

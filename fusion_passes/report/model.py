@@ -193,8 +193,11 @@ class FusionReport:
 
     # -------------------------------------------------------------------------------- outputs
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON schema ``SCHEMA``: plain dicts, lists, strings and numbers only."""
+    def to_dict(self, code: bool = True) -> dict[str, Any]:
+        """The JSON schema ``SCHEMA``: plain dicts, lists, strings and numbers only.
+
+        ``code=False`` leaves out each stage's full ``code_before``/``code_after`` (the ``diff`` stays).
+        """
         return {
             "schema": SCHEMA,
             "target": self.target,
@@ -203,7 +206,7 @@ class FusionReport:
             "patterns": list(self.patterns),
             "compile_s": round(self.compile_s, 3),
             "summary": self.summary(),
-            "graphs": [_graph_dict(g) for g in self.graphs],
+            "graphs": [_graph_dict(g, code) for g in self.graphs],
             "graph_breaks": [_break_dict(b) for b in self.breaks],
         }
 
@@ -253,7 +256,7 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _graph_dict(g: GraphReport) -> dict[str, Any]:
+def _graph_dict(g: GraphReport, code: bool) -> dict[str, Any]:
     return {
         "graph_id": g.graph_id,
         "compile_id": g.compile_id,
@@ -268,19 +271,21 @@ def _graph_dict(g: GraphReport) -> dict[str, Any]:
         "matches": [_jsonable(dataclasses.asdict(m)) for m in g.matches],
         "near_misses": [dataclasses.asdict(n) for n in g.near_misses],
         "errors": [dataclasses.asdict(e) for e in g.errors],
-        "stages": [
-            {
-                "hook": s.hook,
-                "ops_before": dict(s.ops_before),
-                "ops_after": dict(s.ops_after),
-                "ops_delta": {op: list(ba) for op, ba in s.ops_delta.items()},
-                "code_before": s.code_before,
-                "code_after": s.code_after,
-                "diff": s.diff(g.graph_id),
-            }
-            for s in g.stages
-        ],
+        "stages": [_stage_dict(s, g.graph_id, code) for s in g.stages],
     }
+
+
+def _stage_dict(s: StageReport, graph_id: int, code: bool) -> dict[str, Any]:
+    out = {
+        "hook": s.hook,
+        "ops_before": dict(s.ops_before),
+        "ops_after": dict(s.ops_after),
+        "ops_delta": {op: list(ba) for op, ba in s.ops_delta.items()},
+        "diff": s.diff(graph_id),
+    }
+    if code:
+        out.update(code_before=s.code_before, code_after=s.code_after)
+    return out
 
 
 def _break_dict(b: GraphBreak) -> dict[str, Any]:

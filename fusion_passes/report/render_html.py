@@ -3,7 +3,7 @@
 Sections (each a ``<section id=...>``): ``summary`` (the headline bytes figure), ``graphs``, ``matches``,
 ``near-misses``, ``graph-breaks``, ``op-counts``, ``diffs`` (one collapsible ``<details class="diff">`` per
 graph and hook, unified diff coloured line by line), ``errors`` when a family failed. The report's JSON
-(``report.to_dict()``) is embedded in ``<script type="application/json" id="report-data">`` for tools.
+(``report.to_dict(code=False)``) is embedded in ``<script type="application/json" id="report-data">`` for tools.
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ def _errors(rep: FusionReport) -> str:
 
 
 def _embedded_json(rep: FusionReport) -> str:
-    text = json.dumps(rep.to_dict(), default=str)
+    text = json.dumps(rep.to_dict(code=False), default=str)  # the page shows diffs; full code is in to_json()
     # no "<" at all inside <script> (so no "</script>" or "<!--"); JSON.parse reads the \\u escapes back
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
