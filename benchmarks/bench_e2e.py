@@ -117,7 +117,10 @@ def copy_bandwidth_gbs(device: str) -> float | None:
     return 2 * src.numel() / (ms * 1e-3) / 1e9
 
 
-def run(args) -> list[dict]:
+def run(args, save) -> list[dict]:
+    """Measure every (attn, workload, batch, variant); ``save(records)`` after each, so a run cut short keeps
+    what it measured. Past ``args.budget_s`` seconds the remaining variants are recorded as skipped."""
+    started = time.perf_counter()
     device = args.device
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     bw = copy_bandwidth_gbs(device)
@@ -133,8 +136,13 @@ def run(args) -> list[dict]:
                 for variant in args.variants:
                     if variant.endswith("+cudagraphs") and not device.startswith("cuda"):
                         continue
-                    rec = dict(model=args.model, attn=attn, workload=workload, batch=batch, variant=variant)
+                    rec = dict(model=args.model, attn=attn, workload=workload, batch=batch, variant=variant,
+                               copy_bw_gbs=round(bw, 1) if bw else None)
                     print(f"[bench] {attn} {workload} b{batch} {variant}", file=sys.stderr, flush=True)
+                    if args.budget_s and time.perf_counter() - started > args.budget_s:
+                        rec["error"] = "skipped: time budget spent"
+                        records.append(rec)
+                        continue
                     try:
                         rec.update(measure(model, fresh_step(), variant, reference, device, args.iters))
                     except Exception as e:  # noqa: BLE001 - a failing variant is a result, not a crash
@@ -143,11 +151,10 @@ def run(args) -> list[dict]:
                     if workload.startswith("decode") and bw and rec.get("median_ms"):
                         rec["roofline_frac"] = round(weight_bytes / (rec["median_ms"] * 1e-3) / (bw * 1e9 / 2), 3)
                     records.append(rec)
+                    save(records)
         del model
         if device.startswith("cuda"):
             torch.cuda.empty_cache()
-    for r in records:
-        r.setdefault("copy_bw_gbs", round(bw, 1) if bw else None)
     return records
 
 
@@ -194,6 +201,7 @@ def main(argv=None) -> int:
                                                       "fusion_passes+cudagraphs"])
     p.add_argument("--iters", type=int, default=50)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--budget-s", type=float, default=0, help="stop starting new variants after this many seconds")
     p.add_argument("--tiny", action="store_true", help="CPU smoke run: tiny config, short workloads")
     p.add_argument("--out", default=None, help="JSON path (default benchmarks/results/<device>_<torch>.json)")
     args = p.parse_args(argv)
@@ -203,9 +211,8 @@ def main(argv=None) -> int:
             args.workloads = ["prefill-32", "decode-32"]
     from tabulate import tabulate
 
-    records = run(args)
-    path = save_records(records, args.out or results_path("e2e", args.device), key=("model", "attn", "workload",
-                                                                                     "batch", "variant"))
+    path = args.out or results_path("e2e", args.device)
+    records = run(args, lambda recs: save_records(recs, path, key=("model", "attn", "workload", "batch", "variant")))
     cols = ["model", "attn", "workload", "batch", "variant", "median_ms", "kernels", "peak_mem_gib", "compile_s",
             "max_err", "roofline_frac", "matches", "error"]
     print(tabulate([[r.get(c, "") for c in cols] for r in records], headers=cols))
