@@ -303,6 +303,16 @@ def test_html_escapes_user_text(rep, tmp_path):
     assert "\\u003cscript\\u003ealert(1)" in text  # escaped inside the embedded JSON too
 
 
+def test_match_detail_in_every_output(rep):
+    detail = {"mask": "<causal>", "widths": [64, 32], "dtype": torch.float16}
+    g = dataclasses.replace(rep.graphs[0], matches=[dataclasses.replace(rep.matches[0], detail=detail)])
+    one = dataclasses.replace(rep, graphs=[g], breaks=[])
+    assert "mask=<causal>, widths=[64, 32]," in one.text()
+    assert "mask: <code>&lt;causal&gt;</code>" in one.to_html()
+    assert json.loads(one.to_json())["graphs"][0]["matches"][0]["detail"] == {
+        "mask": "<causal>", "widths": [64, 32], "dtype": "torch.float16"}  # free-form values stringified
+
+
 @pytest.mark.skipif(not shutil.which("chromium"), reason="chromium not installed")
 def test_html_renders_in_headless_chromium_without_console_errors(page):
     path, _, _ = page

@@ -12,7 +12,7 @@ import html
 import json
 
 from .model import FusionReport, GraphBreak, format_bytes
-from .render_text import headline, ops_summary, short_source
+from .render_text import detail_summary, headline, ops_summary, short_source
 
 __all__ = ["render_html"]
 
@@ -131,8 +131,11 @@ def _matches(rep: FusionReport) -> str:
     rows = [[_graph_link(rep, m.graph_id), e(m.pattern), f"<code>{e(short_source(m.source, 120))}</code>",
              f'<code title="{e(", ".join(m.replaced))}">{e(ops_summary(m.replaced, 80))}</code>',
              f'<code title="{e(", ".join(m.inserted))}">{e(ops_summary(m.inserted, 60))}</code>',
-             e(format_bytes(m.saved_bytes)) if m.saved_bytes else "–"] for m in rep.matches]
-    table = _table(["graph", "pattern", "source", "replaced", "inserted", "saves"], rows, "matches", num_cols=(5,))
+             e(format_bytes(m.saved_bytes)) if m.saved_bytes else "–",
+             "<br>".join(f"{e(str(k))}: <code>{e(str(v))}</code>" for k, v in m.detail.items()) or "–"]
+            for m in rep.matches]
+    table = _table(["graph", "pattern", "source", "replaced", "inserted", "saves", "detail"], rows, "matches",
+                   num_cols=(5,))
     return _section("matches", "Matches", table if rows else "", "No pattern fired.")
 
 

@@ -16,7 +16,7 @@ from tabulate import tabulate
 
 from .model import FusionReport, GraphBreak, format_bytes
 
-__all__ = ["render_text", "summary_table", "short_path", "short_source", "ops_summary"]
+__all__ = ["render_text", "summary_table", "short_path", "short_source", "ops_summary", "detail_summary"]
 
 _SITE = os.sep + "site-packages" + os.sep
 
@@ -52,6 +52,12 @@ def ops_summary(nodes: Sequence[str], width: int = 60) -> str:
     text = ", ".join(ops)
     text = f"{len(nodes)}: {text}" if len(nodes) > 1 else text
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def detail_summary(detail: dict, width: int = 0) -> str:
+    """``{"linears": 3, "bias": [False]*3}`` -> ``'linears=3, bias=[False, False, False]'`` (cut to ``width``)."""
+    text = ", ".join(f"{k}={v}" for k, v in detail.items())
+    return text if not width or len(text) <= width else text[: width - 1] + "…"
 
 
 def _plural(n: int, word: str) -> str:
@@ -93,9 +99,11 @@ def graphs_table(rep: FusionReport) -> str:
 
 
 def matches_table(rep: FusionReport) -> str:
-    rows = [(m.graph_id, m.pattern, short_source(m.source, 70), ops_summary(m.replaced), ops_summary(m.inserted, 40),
-             format_bytes(m.saved_bytes) if m.saved_bytes else "-") for m in rep.matches]
-    return tabulate(rows, headers=["graph", "pattern", "source", "replaced", "inserted", "saves"])
+    rows = [(m.graph_id, m.pattern, short_source(m.source, 110), ops_summary(m.replaced), ops_summary(m.inserted, 40),
+             format_bytes(m.saved_bytes) if m.saved_bytes else "-", detail_summary(m.detail, 180) or "-")
+            for m in rep.matches]
+    return tabulate(rows, headers=["graph", "pattern", "source", "replaced", "inserted", "saves", "detail"],
+                    maxcolwidths=[None, None, 45, 30, 30, None, 45])
 
 
 def near_misses_table(rep: FusionReport) -> str:
