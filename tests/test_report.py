@@ -347,6 +347,8 @@ def test_no_breaks_errors_section_and_summary_table(toys, compile_records, monke
     table = summary_table(recs)
     assert "1 graph, 1 match, 0 near misses" in table and "toy_mul2_to_add" in table
     assert "Graph breaks" not in table and "aten.mul" in table
+    short = summary_table(recs, compact=True)
+    assert "Op counts changed by our passes (net): aten.add +1, aten.mul -1" in short and "detail" not in short
 
 
 def test_report_passes_kwargs_and_options(toys):
@@ -358,6 +360,8 @@ def test_report_passes_kwargs_and_options(toys):
                                options={"fx_graph_cache": True})  # forced off: the passes must still run
     assert len(rep.matches) == 1 and rep.target == "test_report_passes_kwargs_and_options.<locals>.f"
     torch.testing.assert_close(rep.output, x * 2)
+    again = fusion_passes.report(torch.compile(f), x, scale=2, patterns=["toy_mul2_to_add"])  # unwrapped
+    assert len(again.matches) == 1 and again.target.endswith("<locals>.f")
     with pytest.raises(ValueError, match="unknown pattern"):
         fusion_passes.report(f, torch.randn(4), scale=2, patterns=["nope"])
 

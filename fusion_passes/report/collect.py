@@ -38,7 +38,9 @@ def report(model_or_fn, *args, patterns=None, exclude=(), mode=None, options=Non
     patterns/exclude/mode/options: as for ``fusion_passes.backend``. The compiled call runs under the
     caller's grad mode (wrap it in ``torch.no_grad()`` for inference). Dynamo's caches are reset first
     (``torch._dynamo.reset()``) so every graph is traced and compiled here; other compiled functions in the
-    process recompile on their next call. ``report.output`` holds what the call returned.
+    process recompile on their next call. ``report.output`` holds what the call returned. An already
+    compiled model or function (``torch.compile(model)``) is reported on its original. For dynamic shapes
+    or progress lines use ``fusion_passes.report.collect``.
     """
     return collect(model_or_fn, args, kwargs, patterns=patterns, exclude=exclude, mode=mode, options=options)
 
@@ -48,9 +50,10 @@ def collect(model_or_fn, args: Sequence[Any] = (), kwargs: dict | None = None, *
             reset: bool = True) -> FusionReport:
     """``report()`` with the extras the CLI needs: ``dynamic``, a ``progress(msg)`` callback, a target name."""
     say = progress or (lambda msg: None)
+    model_or_fn = _unwrap(model_or_fn)
     opts = dict(options or {})
     opts["fx_graph_cache"] = False  # a cache hit would skip our passes and leave no records
-    timeline: list = []
+    timeline: list = []  # BreakEvents and (GraphEvent, GraphRecord | None, compile id), in the order they happen
     be = _ReportingBackend(timeline, say, patterns=patterns, exclude=exclude, mode=mode, options=opts,
                            dynamic=dynamic)
     if reset:
@@ -191,6 +194,13 @@ def _compile_id(gm) -> str:
         return ""
     frame, attempt = getattr(cid, "frame_id", None), getattr(cid, "frame_compile_id", None)
     return f"{frame}/{attempt}" if frame is not None else str(cid)
+
+
+def _unwrap(obj):
+    """The original behind ``torch.compile(module)`` / ``torch.compile(fn)``, so we compile it with our backend."""
+    if isinstance(obj, torch.nn.Module) and isinstance(getattr(obj, "_orig_mod", None), torch.nn.Module):
+        return obj._orig_mod
+    return getattr(obj, "_torchdynamo_orig_callable", obj)
 
 
 def _name_of(obj) -> str:

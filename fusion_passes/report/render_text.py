@@ -98,12 +98,15 @@ def graphs_table(rep: FusionReport) -> str:
                                    "compile s", "ends at"])
 
 
-def matches_table(rep: FusionReport) -> str:
-    rows = [(m.graph_id, m.pattern, short_source(m.source, 110), ops_summary(m.replaced), ops_summary(m.inserted, 40),
-             format_bytes(m.saved_bytes) if m.saved_bytes else "-", detail_summary(m.detail, 180) or "-")
+def matches_table(rep: FusionReport, detail: bool = True) -> str:
+    rows = [[m.graph_id, m.pattern, short_source(m.source, 110), ops_summary(m.replaced), ops_summary(m.inserted, 40),
+             format_bytes(m.saved_bytes) if m.saved_bytes else "-", detail_summary(m.detail, 180) or "-"]
             for m in rep.matches]
-    return tabulate(rows, headers=["graph", "pattern", "source", "replaced", "inserted", "saves", "detail"],
-                    maxcolwidths=[None, None, 45, 30, 30, None, 45])
+    headers = ["graph", "pattern", "source", "replaced", "inserted", "saves", "detail"]
+    widths = [None, None, 45, 30, 30, None, 45]
+    if not detail:
+        rows, headers, widths = [r[:-1] for r in rows], headers[:-1], widths[:-1]
+    return tabulate(rows, headers=headers, maxcolwidths=widths)
 
 
 def near_misses_table(rep: FusionReport) -> str:
@@ -149,15 +152,28 @@ def _section(title: str, body: str, empty: str) -> str:
     return f"{title}\n{'-' * len(title)}\n{body if body.strip() else empty}\n"
 
 
-def _sections(rep: FusionReport, with_graphs: bool, with_breaks: bool) -> list[str]:
+def ops_line(rep: FusionReport) -> str:
+    """Net op-count change over all graphs and hooks, e.g. ``aten.bmm -4, fusion_passes.rms_norm +2``."""
+    net: dict[str, int] = {}
+    for g in rep.graphs:
+        for s in g.stages:
+            for op, (before, after) in s.ops_delta.items():
+                net[op] = net.get(op, 0) + after - before
+    return ", ".join(f"{op} {d:+d}" for op, d in sorted(net.items()) if d) or "(no change)"
+
+
+def _sections(rep: FusionReport, with_graphs: bool, with_breaks: bool, compact: bool = False) -> list[str]:
     out = []
     if with_graphs:
         out.append(_section("Compiled graphs", graphs_table(rep) if rep.graphs else "", "(no graph was compiled)"))
-    out.append(_section("Matches", matches_table(rep) if rep.matches else "", "(no pattern fired)"))
+    out.append(_section("Matches", matches_table(rep, detail=not compact) if rep.matches else "", "(no pattern fired)"))
     out.append(_section("Near misses", near_misses_table(rep) if rep.near_misses else "", "(none)"))
     if with_breaks:
         out.append(_section("Graph breaks", breaks_table(rep) if rep.breaks else "", "(none: one graph per frame)"))
-    out.append(_section("Op counts changed by our passes", ops_table(rep), "(no op count changed)"))
+    if compact:
+        out.append(f"Op counts changed by our passes (net): {ops_line(rep)}\n")
+    else:
+        out.append(_section("Op counts changed by our passes", ops_table(rep), "(no op count changed)"))
     if rep.errors:
         out.append(_section("Pass errors", errors_table(rep), ""))
     return out
@@ -173,10 +189,11 @@ def render_text(rep: FusionReport, diffs: bool = False) -> str:
     return "\n".join(head) + "\n".join(body)
 
 
-def summary_table(recs) -> str:
+def summary_table(recs, compact: bool = False) -> str:
     """The report's sections for ``GraphRecord``s gathered with ``fusion_passes.capture()`` (for ``demo``).
 
     Matches, near misses, op counts changed, pass errors, and the bytes no longer materialised.
+    ``compact=True``: no match-detail column, and the op counts as one net line instead of a table.
     """
     from .collect import from_records
 
@@ -184,4 +201,4 @@ def summary_table(recs) -> str:
     head = (f"fusion_passes: {_plural(len(rep.graphs), 'graph')}, {_plural(len(rep.matches), 'match')}, "
             f"{_plural(len(rep.near_misses), 'near miss')}; intermediates no longer materialised: "
             f"{format_bytes(rep.saved_bytes)} per call\n")
-    return head + "\n" + "\n".join(_sections(rep, with_graphs=False, with_breaks=False))
+    return head + "\n" + "\n".join(_sections(rep, with_graphs=False, with_breaks=False, compact=compact))
