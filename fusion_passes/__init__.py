@@ -12,6 +12,7 @@ from .backend import FusionBackend, backend
 from .decorator import fuse
 from .patterns import available_patterns, register_pattern
 from .records import GraphRecord, Match, NearMiss, PassError, capture, history, last_compile
+from . import report  # noqa: E402 - callable: fusion_passes.report(model, *args) -> FusionReport
 
 __version__ = "0.1.0"
 
@@ -28,4 +29,5 @@ __all__ = [
     "history",
     "last_compile",
     "register_pattern",
+    "report",
 ]

@@ -58,10 +58,7 @@ def _progress(msg: str) -> None:
 def run_demo(model="llama", device=None, dtype=None, batch=2, seq=64, patterns=None, iters=20) -> int:
     from tabulate import tabulate
 
-    try:
-        from .report import summary_table
-    except ImportError:  # reports not built yet
-        summary_table = _match_table
+    from .report import summary_table
 
     device = pick_device(device)
     dt = pick_dtype(dtype, device)
@@ -91,9 +88,3 @@ def run_demo(model="llama", device=None, dtype=None, batch=2, seq=64, patterns=N
     print(f"\nmax |ours - eager| = {err:.3g} (tolerance {tol:.3g}): {'OK' if err <= tol else 'MISMATCH'}")
     return 0 if err <= tol else 1
 
-
-def _match_table(recs) -> str:
-    from tabulate import tabulate
-
-    rows = [(m.pattern, r.graph_id, m.source or "?") for r in recs for m in r.matches]
-    return tabulate(rows, headers=["pattern", "graph", "source"]) if rows else "no pattern fired"

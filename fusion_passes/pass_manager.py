@@ -50,10 +50,12 @@ class PassContext:
     def graph_id(self) -> int:
         return self.record.graph_id if self.record else 0
 
-    def matched(self, replaced, inserted, *, detail=None, saved_bytes: int = 0) -> Match:
-        """Record a rewrite. ``replaced``/``inserted`` are nodes (or strings); source comes from ``replaced``."""
+    def matched(self, replaced, inserted, *, anchor: fx.Node | None = None, detail=None, saved_bytes: int = 0) -> Match:
+        """Record a rewrite. ``replaced``/``inserted`` are nodes (or strings). The source line is the ``anchor``
+        node's (the op that says what matched, e.g. the softmax), else the first replaced node's that has one."""
         replaced = list(replaced)
-        nodes = [n for n in replaced if isinstance(n, fx.Node)]
+        nodes = [anchor] if anchor is not None else []
+        nodes += [n for n in replaced if isinstance(n, fx.Node)]
         m = Match(
             pattern=self.pattern,
             graph_id=self.graph_id,
