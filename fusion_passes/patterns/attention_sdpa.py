@@ -41,7 +41,7 @@ import torch
 import torch.fx as fx
 import torch.nn.functional as F
 
-from ..graph_utils import is_op, op_name, tensor_bytes, val
+from ..graph_utils import is_op, op_name, val
 
 NAME = "attention_sdpa"
 HOOK = "joint"
@@ -165,6 +165,16 @@ def _is_0d_tensor(x) -> bool:
     return isinstance(t, torch.Tensor) and t.dim() == 0
 
 
+def _bytes_hint(node) -> int:
+    """Bytes of the tensor ``node`` makes, symbolic sizes at their hint (``int()`` on a SymInt would add a
+    guard and specialise the graph to this size); 0 when a size has no hint."""
+    t = val(node)
+    if not isinstance(t, torch.Tensor):
+        return 0
+    sizes = [s if isinstance(s, int) else getattr(s.node, "hint", None) for s in t.shape]
+    return math.prod(sizes) * t.element_size() if all(isinstance(s, int) for s in sizes) else 0
+
+
 def _dtype(node) -> torch.dtype | None:
     t = val(node)
     return t.dtype if isinstance(t, torch.Tensor) else None
@@ -207,14 +217,18 @@ def _softmax_at(x: fx.Node) -> _Softmax | None:
     return _Softmax(x, div, dims[0], [amax, sub, exp, total, div])
 
 
-def _op_ahead(node: fx.Node, packets, depth: int = 5) -> bool:
-    """Is one of ``packets`` within ``depth`` ops downstream of ``node``? (decides whether a miss is reported)"""
-    frontier = [node]
+def _ops_ahead(node: fx.Node, packets, depth: int = 6) -> list[fx.Node]:
+    """The calls of ``packets`` within ``depth`` ops downstream of ``node``."""
+    found, frontier = [], [node]
     for _ in range(depth):
         frontier = [u for n in frontier for u in n.users]
-        if any(is_op(u, *packets) for u in frontier):
-            return True
-    return False
+        found += [u for u in frontier if is_op(u, *packets)]
+    return found
+
+
+def _attention_ahead(node: fx.Node) -> bool:
+    """Is there a softmax and then a bmm downstream of the scores ``node``? Misses are reported only then."""
+    return any(_ops_ahead(sm, (aten.bmm,)) for sm in _ops_ahead(node, _SOFTMAX_OPS))
 
 
 # --------------------------------------------------------------------------------------------- operands
@@ -294,10 +308,10 @@ def _match(bmm1: fx.Node, grad_enabled: bool) -> _Attention:
 
     attn = _Attention(q=q, k=q, v=q, output=bmm1, chain=chain)
     softmax = _walk_scores(node, attn, grad_enabled)
+    bmm2 = _walk_weights(softmax.output, attn, grad_enabled)
     scores_ndim = len(_shape(softmax.input))
     if softmax.dim % scores_ndim != scores_ndim - 1:
         raise _Miss(softmax.output, f"softmax over dim {softmax.dim}, not the last dim: SDPA normalises over the keys")
-    bmm2 = _walk_weights(softmax.output, attn, grad_enabled)
     _match_operands(bmm1, bmm2, batch, attn, prep)
     _check(attn)
     attn.chain.extend(prep)  # erased once dead; kept where something else still uses them
@@ -321,13 +335,13 @@ def _walk_scores(node: fx.Node, attn: _Attention, grad_enabled: bool) -> _Softma
             return softmax
         user = _sole_user(node)
         if user is None:
-            if not _op_ahead(node, _SOFTMAX_OPS, depth=3):
+            if not _attention_ahead(node):
                 raise _Miss(node, "scores have several users", report=False)
             raise _users_miss(node, "scores", grad_enabled)
         try:
             _scores_op(user, node, attn)
         except _Miss as miss:
-            miss.report = miss.report and _op_ahead(node, _SOFTMAX_OPS)
+            miss.report = miss.report and _attention_ahead(node)
             raise
         attn.chain.append(user)
         node = user
@@ -410,7 +424,7 @@ def _walk_weights(node: fx.Node, attn: _Attention, grad_enabled: bool) -> fx.Nod
         if is_op(user, *_FLATTEN) and after is not None and is_op(after, aten.bmm):
             ok = _same_shape(_shape(user)[-2:], _shape(node)[-2:])
         if not ok:
-            if not _op_ahead(node, (aten.bmm,)):
+            if not _ops_ahead(node, (aten.bmm,)):
                 raise _Miss(node, "softmax output does not feed a bmm", report=False)
             hint = " (dropout with p>0 in training mode? call model.eval())" if is_op(user, aten.mul) else ""
             raise _Miss(user, f"{op_name(user)} between the softmax and attn @ V{hint} cannot be expressed by SDPA")
@@ -566,10 +580,15 @@ def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
             blocked = torch.full((), fill, dtype=dtype, device=q.device)
             t = torch.where(t, zero, blocked) if term.kind == "keep" else torch.where(t, blocked, zero)
         mask = t if mask is None else mask + t
+    heads_dim = q.dim() == 3  # [N, S, D] from a plain bmm: the fused kernels want [N, 1, S, D]
+    if heads_dim:
+        q, k, v = q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1)
+        mask = mask.unsqueeze(-3) if mask is not None and mask.dim() == 3 else mask
     kwargs = {"enable_gqa": True} if attn.enable_gqa else {}
-    return F.scaled_dot_product_attention(
+    out = F.scaled_dot_product_attention(
         q, k, v, attn_mask=mask, dropout_p=0.0, is_causal=attn.is_causal, scale=attn.scale, **kwargs
     )
+    return out.squeeze(1) if heads_dim else out
 
 
 def _insert_sdpa(graph: fx.Graph, attn: _Attention) -> list[fx.Node]:
@@ -583,6 +602,11 @@ def _insert_sdpa(graph: fx.Graph, attn: _Attention) -> list[fx.Node]:
     dtype = val(attn.q).dtype
     with mode if mode is not None else contextlib.nullcontext():
         traced = fwd_only(lambda *a: _sdpa(attn, dtype, *a), fakes)
+    fused = [n for n in traced.graph.nodes if op_name(n).startswith("aten._scaled_dot_product_")]
+    if not fused:  # SDPA's math fallback is the same bmm/softmax/bmm again, plus _safe_softmax: no gain
+        q, k = val(attn.q), val(attn.k)
+        raise _Miss(attn.output, f"SDPA has no fused kernel for q {_fmt(q.shape)} / k {_fmt(k.shape)} {q.dtype} on "
+                                 f"{q.device.type} here (it would run its math fallback)")
     placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
     env = dict(zip(placeholders, inputs))
     with graph.inserting_before(attn.output):
@@ -639,8 +663,12 @@ def apply(graph: fx.Graph, ctx) -> None:
             if miss.report:
                 ctx.near_miss(miss.node, miss.reason)
             continue
-        saved = 2 * tensor_bytes(bmm1)  # the [*batch, Sq, Sk] scores and weights are no longer written and read
+        saved = 2 * _bytes_hint(bmm1)  # the [*batch, Sq, Sk] scores and weights are no longer written and read
         order = {n: i for i, n in enumerate(graph.nodes)}
-        inserted = _insert_sdpa(graph, attn)
+        try:
+            inserted = _insert_sdpa(graph, attn)
+        except _Miss as miss:
+            ctx.near_miss(miss.node, miss.reason)
+            continue
         erased = sorted(_erase_dead(graph, attn.chain), key=order.__getitem__)
         ctx.matched(erased, inserted, detail=_detail(attn), saved_bytes=saved)
