@@ -46,7 +46,8 @@ def add_report_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--dtype", default=None, help=f"cast the model and float inputs: {', '.join(_DTYPES)}")
     p.add_argument("--html", metavar="OUT.html", default=None, help="write the self-contained HTML report here")
     p.add_argument("--json", metavar="OUT.json", nargs="?", const="-", default=None,
-                   help="write the JSON report here; without a file, print JSON instead of the text report")
+                   help="write the JSON report here; without a file (put it after TARGET), print JSON instead "
+                        "of the text report")
     p.add_argument("--patterns", nargs="*", default=None, help="families to enable (default: all)")
     p.add_argument("--exclude", nargs="*", default=(), help="families to leave out")
     p.add_argument("--mode", default=None, help="Inductor mode, as for torch.compile (e.g. max-autotune)")

@@ -12,7 +12,7 @@ import html
 import json
 
 from .model import FusionReport, GraphBreak, format_bytes
-from .render_text import detail_summary, headline, ops_summary, short_source
+from .render_text import headline, ops_summary, short_source
 
 __all__ = ["render_html"]
 
