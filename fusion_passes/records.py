@@ -123,7 +123,8 @@ def capture() -> Iterator[list[GraphRecord]]:
     try:
         yield sink
     finally:
-        _sinks.remove(sink)
+        # by identity: two nested captures can hold equal lists, and list.remove compares contents
+        _sinks[:] = [s for s in _sinks if s is not sink]
 
 
 def last_compile() -> GraphRecord | None:
