@@ -12,7 +12,8 @@ Unfused (what the ATen graph holds; q [B, H, Sq, D], k/v [B, Hkv, Sk, D], mask b
 Fused:
 
     out = scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=H != Hkv)
-    # mask dropped and is_causal=True when the mask is a compile-time constant equal to tril(ones(Sq, Sk))
+    # a compile-time constant mask is dropped: is_causal=True when it equals tril(ones(Sq, Sk)); nothing when
+    # it allows every key (an HF decode step)
 
 How it matches: from every ``bmm`` it walks forward along the single-user chain (scores -> scale -> mask ->
 softmax -> casts -> bmm with V) and backward from the two bmm operands through the views matmul adds, so
@@ -89,6 +90,7 @@ class _Attention:
     scale_tensors: list[tuple[str, fx.Node]] = field(default_factory=list)  # ("mul"|"div", 0-d node), folded into q
     mask: list[_MaskTerm] = field(default_factory=list)
     is_causal: bool = False
+    mask_dropped: str = ""  # "causal" / "none": a constant mask SDPA does not need (see _constant_mask_kind)
     enable_gqa: bool = False
     repeat: int = 1  # kv heads repeated by repeat_kv (1: plain MHA)
     kv_sources: tuple | None = None  # (k, v, nodes) before repeat_kv, used when enable_gqa is chosen
@@ -514,15 +516,16 @@ def _constant_subgraph(node: fx.Node) -> list[fx.Node] | None:
     return order if visit(node) else None
 
 
-def _is_causal_only(attn: _Attention, q_len, k_len) -> bool:
-    """True when the single mask term is a compile-time constant that allows exactly key j <= query i
-    (SDPA's is_causal, top-left aligned) and blocks the rest with -inf / the dtype's minimum."""
+def _constant_mask_kind(attn: _Attention, q_len, k_len) -> str | None:
+    """For a single mask term that is a compile-time constant: "none" when it allows every key (e.g. an HF
+    decode step), "causal" when it allows exactly key j <= query i (SDPA's is_causal, top-left aligned), each
+    blocking the rest with -inf / the dtype's minimum; None otherwise (the mask is passed to SDPA)."""
     if len(attn.mask) != 1 or not isinstance(q_len, int) or not isinstance(k_len, int):
-        return False
+        return None
     term = attn.mask[0]
     nodes = _constant_subgraph(term.tensor)
     if nodes is None:
-        return False
+        return None
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     with unset_fake_temporarily():  # run the mask's ops on real tensors, once, at compile time
@@ -531,24 +534,30 @@ def _is_causal_only(attn: _Attention, q_len, k_len) -> bool:
             args, kwargs = fx.node.map_arg((n.args, n.kwargs), env.__getitem__)
             env[n] = n.target(*args, **kwargs)
         value = env[term.tensor]
+        if term.kind == "add":
+            blocked = (value == -math.inf) | (value <= torch.finfo(value.dtype).min)
+            if not torch.equal(blocked, value != 0):
+                return None  # some entries are neither 0 nor blocked: a real bias
+            allowed = value == 0
+        else:
+            allowed = value if term.kind == "keep" else ~value
         causal = torch.ones(q_len, k_len, dtype=torch.bool, device=value.device).tril()
         try:
-            causal = causal.expand(torch.broadcast_shapes(value.shape, causal.shape))
-            value = value.expand(causal.shape)
+            shape = torch.broadcast_shapes(allowed.shape, causal.shape)
         except RuntimeError:
-            return False
-        if term.kind == "keep":
-            return bool(torch.equal(value, causal))
-        if term.kind == "fill":
-            return bool(torch.equal(value, ~causal))
-        blocked = (value == -math.inf) | (value <= torch.finfo(value.dtype).min)
-        return bool(torch.equal(value == 0, causal) and torch.equal(blocked, ~causal))
+            return None
+        if bool(allowed.all()):
+            return "none"
+        if torch.equal(allowed.expand(shape), causal.expand(shape)):
+            return "causal"
+    return None
 
 
 def _decide_mask_and_gqa(attn: _Attention) -> None:
     q_len, k_len = _shape(attn.q)[-2], _shape(attn.k)[-1 if attn.k_is_transposed else -2]
-    if attn.mask and _is_causal_only(attn, q_len, k_len):
-        attn.mask, attn.is_causal = [], True
+    kind = _constant_mask_kind(attn, q_len, k_len) if attn.mask else None
+    if kind is not None:
+        attn.mask, attn.is_causal, attn.mask_dropped = [], kind == "causal", kind
     sources = attn.kv_sources
     if sources is None:
         return
@@ -638,8 +647,10 @@ def _erase_dead(graph: fx.Graph, nodes: list[fx.Node]) -> list[fx.Node]:
 
 
 def _detail(attn: _Attention) -> dict:
-    if attn.is_causal:
+    if attn.mask_dropped == "causal":
         mask = "causal (constant mask dropped, is_causal=True)"
+    elif attn.mask_dropped == "none":
+        mask = "none (constant mask allows every key, dropped)"
     else:
         mask = "+".join(t.kind for t in attn.mask) or "none"
     return {

@@ -104,8 +104,9 @@ def llama_attention(q, k, v, mask):
     return torch.matmul(w, v).transpose(1, 2).contiguous()
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("dtype,batch", [(torch.float32, 1), (torch.float32, 2), (torch.bfloat16, 1),
+                                         (torch.bfloat16, 2), (torch.float16, 2)],
+                         ids=["fp32-b1", "fp32-b2", "bf16-b1", "bf16-b2", "fp16-b2"])
 def test_llama_gqa_mask(dtype, batch):
     q, k, v = qkv(batch=batch, dtype=dtype)
     mask = padding_mask(batch=batch, k_len=S + 3, dtype=dtype)  # longer than k_len: the slice is real
@@ -130,6 +131,18 @@ def test_dynamic_shapes_one_graph_for_all_lengths():
     assert any(c.isalpha() for c in m.detail["q"]), m.detail  # q's shape is symbolic, e.g. [s0, 4, s1, 16]
     assert m.detail["gqa"] == "enable_gqa (x2)" and m.detail["scale"] == "1.0 * runtime scalar"
     assert joint_stage(recs).ops_after.get(SDPA_CPU) == 1 and "aten.bmm" not in joint_stage(recs).ops_after
+
+
+def test_constant_mask_that_is_not_causal_is_kept():
+    def attention(q, k, v):  # a sliding-window mask built in the graph: constant, but not SDPA's is_causal
+        i, j = torch.arange(S)[:, None], torch.arange(S)[None, :]
+        allowed = (j <= i) & (j > i - 3)
+        mask = torch.where(allowed, 0.0, torch.finfo(torch.float32).min)
+        w = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * 0.25 + mask, dim=-1)
+        return torch.matmul(w, v)
+
+    (m,) = matches(check(attention, *qkv(heads_kv=H)))
+    assert m.detail["mask"] == "add"
 
 
 def test_generated_code_calls_sdpa():
@@ -428,7 +441,25 @@ def test_transformers_eager_attention(name):
     if name in ("llama", "mistral", "qwen2", "gpt2", "opt"):
         assert m.detail["mask"].startswith("causal")  # HF's in-graph causal mask is proven and dropped
     if name in ("bert", "t5"):
-        assert m.detail["mask"] == "add"  # the padding mask reads an input: passed through
+        assert m.detail["mask"].startswith("add")  # the padding mask reads an input: passed through
+
+
+@pytest.mark.slow
+def test_transformers_llama_decode_step_with_cache():
+    import copy
+
+    model, (ids,), _ = hf_model("llama")
+    with torch.no_grad():
+        cache = model(ids, use_cache=True).past_key_values
+        mine, theirs = copy.deepcopy(cache), copy.deepcopy(cache)
+        step = torch.randint(0, 128, (2, 1))
+        ref = model(step, past_key_values=theirs, use_cache=True).logits
+        out, recs = compile_with_records(lambda x: model(x, past_key_values=mine, use_cache=True).logits, step,
+                                         patterns=PATTERN)
+    (m,) = matches(recs)
+    assert m.detail["q"] == "[2, 4, 1, 16]" and m.detail["k"] == f"[2, 2, {S + 1}, 16]"
+    assert m.detail["mask"].startswith("none")  # the decode step sees every cached key: no mask at all
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
 
 
 # --------------------------------------------------------------------------------------------- GPU (the lead runs these)
