@@ -34,6 +34,7 @@ import sys
 import warnings
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 
 __all__ = ["packed_linear", "unpack_parameters", "STATS"]
 
@@ -41,7 +42,9 @@ __all__ = ["packed_linear", "unpack_parameters", "STATS"]
 # "unpacked" (fallback).
 STATS: collections.Counter = collections.Counter()
 
-_packed_storages: set[int] = set()  # data_ptr of every buffer this module packed weights into
+# The buffers this module packed weights into, as weak references keyed by StorageImpl address (a weak
+# reference keeps that address from being reused, so a live key is always one of ours).
+_packed_storages: dict[int, StorageWeakRef] = {}
 _side_streams: dict = {}
 _warned: set[str] = set()
 
@@ -137,7 +140,9 @@ def _repack(weights: list[torch.Tensor]) -> torch.Tensor:
         for w in weights:
             w.set_(storage, row * k, (w.shape[0], k), (k, 1))
             row += w.shape[0]
-    _packed_storages.add(storage.data_ptr())
+    for key in [k for k, ref in _packed_storages.items() if ref.expired()]:
+        del _packed_storages[key]
+    _packed_storages[storage._cdata] = StorageWeakRef(storage)
     return packed
 
 
@@ -183,7 +188,8 @@ def unpack_parameters(module: torch.nn.Module) -> int:
     count = 0
     with torch.no_grad():
         for p in module.parameters():
-            if p.untyped_storage().data_ptr() in _packed_storages:
+            ref = _packed_storages.get(p.untyped_storage()._cdata)
+            if ref is not None and not ref.expired():
                 p.data = p.detach().clone()
                 count += 1
     return count

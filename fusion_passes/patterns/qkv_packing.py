@@ -23,6 +23,7 @@ alpha = beta = 1; autograd is off (with gradients on, the op has no backward, so
 from __future__ import annotations
 
 import collections
+import operator
 from dataclasses import dataclass
 
 import torch
@@ -254,7 +255,7 @@ def _rewrite(graph: fx.Graph, group: list[_Linear], ctx) -> None:
             "bias": [lin.bias is not None for lin in group],
             "weights": [lin.weight.name for lin in group],
         },
-        saved_bytes=(len(group) - 1) * graph_utils.tensor_bytes(x2),  # the input is read once, not N times
+        saved_bytes=(len(group) - 1) * _bytes_hint(val(x2)),  # the input is read once, not N times
     )
 
 
@@ -271,21 +272,55 @@ def _frozen_gemm(graph: fx.Graph, x2: fx.Node, group: list[_Linear], fake) -> fx
     return fake.call(graph, aten.mm.default, x2, fake.call(graph, aten.permute.default, weight, [1, 0]))
 
 
+def _bytes_hint(t: torch.Tensor) -> int:
+    """Bytes of ``t`` at the example sizes. Reads symbolic sizes' hints without ``int()``, which would
+    install a guard that specialises the graph to those sizes (a recompile per shape with dynamic=True)."""
+    numel = 1
+    for s in t.shape:
+        if isinstance(s, torch.SymInt):
+            s = s.node.hint if s.node.has_hint() else 0
+        numel *= int(s)
+    return numel * t.element_size()
+
+
 def _replace_output(graph: fx.Graph, mm: fx.Node, out: fx.Node, fake) -> list[fx.Node]:
-    """Point ``mm``'s users at ``out``. A graph output gets a contiguous copy (callers may ``.view`` it, and
-    the slice of the packed result would not allow that); reshapes become ``reshape`` (view-safe on a slice)."""
+    """Point ``mm``'s users at ``out`` (a column slice of the packed result, or slice + bias).
+
+    If the slice reaches a graph output through views only, the caller would get a view of the packed
+    buffer with other strides than eager gives (a ``.view`` that works in eager could fail), so then the
+    users get a dense copy instead. Direct ``view`` users become ``reshape`` (a view of a slice may need it).
+    """
     inserted = []
+    if out.target is aten.slice.Tensor and _reaches_output_through_views(mm):
+        with graph.inserting_after(out):
+            out = fake.call(graph, aten.clone.default, out, memory_format=torch.contiguous_format)
+        inserted.append(out)
     for user in list(mm.users):
-        if user.op == "output":
-            with graph.inserting_after(out):
-                dense = fake.call(graph, aten.clone.default, out, memory_format=torch.contiguous_format)
-            user.replace_input_with(mm, dense)
-            inserted.append(dense)
-        else:
-            if user.target in (aten.view.default, aten._unsafe_view.default):
-                user.target = aten.reshape.default
-            user.replace_input_with(mm, out)
+        if user.target in (aten.view.default, aten._unsafe_view.default):
+            user.target = aten.reshape.default
+        user.replace_input_with(mm, out)
     return inserted
+
+
+def _is_view(node: fx.Node) -> bool:
+    if node.op != "call_function":
+        return False
+    if node.target is operator.getitem:  # an element of split/unbind
+        return True
+    schema = getattr(node.target, "_schema", None)
+    return schema is not None and not schema.is_mutable and any(r.alias_info is not None for r in schema.returns)
+
+
+def _reaches_output_through_views(node: fx.Node) -> bool:
+    stack, seen = [node], set()
+    while stack:
+        for user in stack.pop().users:
+            if user.op == "output":
+                return True
+            if user not in seen and _is_view(user):
+                seen.add(user)
+                stack.append(user)
+    return False
 
 
 def _erase_if_dead(graph: fx.Graph, *nodes: fx.Node) -> None:
