@@ -113,12 +113,15 @@ def apply(graph: fx.Graph, ctx) -> None:
             norm = _match_anchor(node)
             if norm is None:
                 continue
+            if ctx.grad_enabled:
+                raise _NoMatch("")
             _absorb_residual(norm, ctx)
             _check_rewritable(norm)
-            if ctx.grad_enabled:
-                raise _NoMatch("autograd is on and the fused kernel has no backward: left to Inductor")
         except _NoMatch as e:
-            ctx.near_miss(node, str(e))
+            reason = str(e)
+            if ctx.grad_enabled:  # in training the saved intermediates also block it; autograd is the cause
+                reason = "autograd is on and the fused kernel has no backward: left to Inductor"
+            ctx.near_miss(node, reason)
             continue
         _rewrite(graph, norm, ctx)
         rewritten = True
@@ -307,9 +310,9 @@ def _match_layer_norm_op(node: fx.Node) -> _Norm:
         interior, y = [], node
     else:
         items = {u.args[1]: u for u in node.users if u.target is operator.getitem}
-        if len(items) != len(node.users) or set(items) != {0}:
+        if len(items) != len(node.users) or 0 not in items or any(items[i].users for i in items if i != 0):
             raise _NoMatch("native_layer_norm's mean/rstd outputs are used: the kernel does not return them")
-        interior, y = [node], items[0]
+        interior, y = [node, *(items[i] for i in sorted(items) if i != 0)], items[0]
     norm = _Norm("layer", x=x, y=y, eps=float(eps), interior=interior, form="native_layer_norm")
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and not _is_vector(t, norm.n):
@@ -366,6 +369,8 @@ def _match_weight_tail(norm: _Norm, allow_bias: bool) -> None:
         if w is not None and _is_vector(w, n):
             norm.weight, norm.cast_before_weight, norm.form = w, True, "llama"
             advance(after)
+        else:
+            norm.form = "no weight"
         return
     if is_op(nxt, aten.mul):
         w1 = _other_operand(nxt, norm.y)
@@ -375,7 +380,7 @@ def _match_weight_tail(norm: _Norm, allow_bias: bool) -> None:
             norm.interior.extend(gemma[2])
             advance(nxt)
         elif isinstance(w1, fx.Node) and _is_vector(w1, n):  # n * weight, in fp32
-            norm.weight, norm.form = w1, "weight"
+            norm.weight = w1
             advance(nxt)
         nxt = _single(norm.y)
     if allow_bias and is_op(nxt, aten.add) and len(nxt.args) == 2 and nxt.kwargs.get("alpha", 1) == 1:
@@ -387,7 +392,8 @@ def _match_weight_tail(norm: _Norm, allow_bias: bool) -> None:
     cast = _cast(nxt)
     if cast is not None and _dtype(norm.y) == torch.float32 and cast[1] in _FLOATS:
         advance(nxt)
-    norm.form = norm.form or ("rms" if norm.kind == "rms" else "layer_norm")
+    if not norm.form:
+        norm.form = "layer_norm" if norm.kind == "layer" else "fp32 weight" if norm.weight is not None else "no weight"
 
 
 def _single(node: fx.Node) -> fx.Node | None:
@@ -457,7 +463,8 @@ def _check_rewritable(norm: _Norm) -> None:
         reason = _fused_producer(t, produced)
         if reason:
             raise _NoMatch(reason)
-    reason = _fused_consumer(norm.y)
+    first = min(produced, key=_position(norm.y.graph))
+    reason = _fused_consumer([norm.y, norm.x] if norm.addends else [norm.y], produced, first)
     if reason:
         raise _NoMatch(reason)
 
@@ -499,9 +506,12 @@ def _fused_producer(t: fx.Node, chain: set[fx.Node]) -> str | None:
     )
 
 
-def _fused_consumer(y: fx.Node) -> str | None:
-    """Why Inductor would beat us on output ``y``: a pointwise consumer it would fuse into its norm kernel."""
-    pending, seen = [y], set()
+def _fused_consumer(outs: list[fx.Node], chain: set[fx.Node], start: fx.Node) -> str | None:
+    """Why Inductor would beat us on an output (y, or h): a pointwise consumer that Inductor would fuse
+    into its own norm kernel. A consumer that also waits for a matmul (or other extern kernel) run after
+    the norm, like the next residual add, could not be fused there either, so it does not count."""
+    order = {n: i for i, n in enumerate(start.graph.nodes)}
+    pending, seen = list(outs), set(chain)
     while pending:
         node = pending.pop()
         for u in node.users:
@@ -510,7 +520,7 @@ def _fused_consumer(y: fx.Node) -> str | None:
             seen.add(u)
             if is_op(u, *_VIEWS) and u.args[0] is node:
                 pending.append(u)
-            elif u.op == "output" or _is_extern(u) or _feeds_norm(u):
+            elif u.op == "output" or _is_extern(u) or _feeds_norm(u) or _waits_for_extern(u, order, order[start]):
                 continue
             else:
                 return (
@@ -518,6 +528,20 @@ def _fused_consumer(y: fx.Node) -> str | None:
                     "own norm kernel but cannot fuse into ours; left to Inductor"
                 )
     return None
+
+
+def _waits_for_extern(node: fx.Node, order: dict, start: int) -> bool:
+    """Does ``node`` depend on an extern kernel that comes after position ``start`` in the graph?"""
+    stack, seen = list(node.all_input_nodes), set()
+    while stack:
+        n = stack.pop()
+        if n in seen or order[n] <= start:
+            continue
+        seen.add(n)
+        if n.op == "call_function" and _is_extern(n) and n.target is not operator.getitem:
+            return True
+        stack.extend(n.all_input_nodes)
+    return False
 
 
 def _feeds_norm(add: fx.Node) -> bool:
@@ -563,7 +587,7 @@ def _rewrite(graph: fx.Graph, norm: _Norm, ctx) -> None:
             node.meta["stack_trace"] = stack
     h_out, y_out = outs if add is not None else (None, outs[-1])
     replaced = ([add] if add is not None else []) + norm.interior + [norm.y]
-    saved = sum(graph_utils.tensor_bytes(nd) for nd in norm.interior)
+    saved = sum(_bytes(nd) for nd in norm.interior)
     ctx.matched(
         replaced,
         inserted,
@@ -574,6 +598,8 @@ def _rewrite(graph: fx.Graph, norm: _Norm, ctx) -> None:
             "hidden": norm.n,
             "dtype": str(val(norm.x).dtype).replace("torch.", ""),
             "residual": add is not None,
+            "weight": norm.weight is not None,
+            "bias": norm.bias is not None,
             "weight_offset": norm.weight_offset,
             "kernel": "triton" if val(norm.x).device.type == "cuda" else "torch",
         },
@@ -585,6 +611,20 @@ def _rewrite(graph: fx.Graph, norm: _Norm, ctx) -> None:
     for node in reversed(replaced):
         if not node.users:
             graph.erase_node(node)
+
+
+def _bytes(node: fx.Node) -> int:
+    """Bytes of a node's tensor, using size hints for symbolic sizes (``int()`` on one would add a guard)."""
+    v = val(node)
+    if not isinstance(v, torch.Tensor):
+        return 0
+    numel = 1
+    for s in v.shape:
+        hint = s if isinstance(s, int) else getattr(s.node, "hint", None)
+        if hint is None:
+            return 0
+        numel *= int(hint)
+    return numel * v.element_size()
 
 
 def _position(graph: fx.Graph):
