@@ -73,8 +73,12 @@ class FusionBackend:
         rec.errors.extend(PassError(n, rec.graph_id, f"failed to load: {e}") for n, e in self.load_errors.items())
         kernels_before = metrics.generated_kernel_count
         start = time.perf_counter()
-        with records.active(rec):
-            compiled = compile_fx(gm, example_inputs, config_patches=self.config_patches(grad_enabled))
+        try:
+            with records.active(rec):
+                compiled = compile_fx(gm, example_inputs, config_patches=self.config_patches(grad_enabled))
+        except BaseException:
+            records.discard(rec)  # e.g. Dynamo's restart-analysis signals: the graph will come again
+            raise
         rec.compile_s = time.perf_counter() - start
         if rec.passes_ran or not self.patterns:
             rec.kernels = metrics.generated_kernel_count - kernels_before

@@ -101,6 +101,15 @@ def new_record(patterns: tuple[str, ...]) -> GraphRecord:
     return rec
 
 
+def discard(rec: GraphRecord) -> None:
+    """Forget ``rec``: its compile was abandoned (Dynamo restarts analysis by raising out of the backend)."""
+    for seq in (_history, *_sinks):
+        for i, r in enumerate(seq):
+            if r is rec:
+                del seq[i]
+                break
+
+
 @contextlib.contextmanager
 def active(rec: GraphRecord) -> Iterator[GraphRecord]:
     """Make ``rec`` the record that passes running in this thread write to."""

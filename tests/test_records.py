@@ -16,3 +16,11 @@ def test_record_ids_are_unique_and_increasing():
     a, b = records.new_record(()), records.new_record(())
     assert b.graph_id > a.graph_id
     assert not a.passes_ran and a.matches_for("anything") == []
+
+
+def test_discarded_record_leaves_history_and_captures():
+    with records.capture() as got:
+        a = records.new_record(())
+        b = records.new_record(())
+        records.discard(a)
+    assert got == [b] and a not in records.history()
