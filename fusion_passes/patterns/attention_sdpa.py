@@ -24,7 +24,8 @@ When it does not fire (each recorded as a near miss): softmax over another dim; 
 user (``output_attentions=True``, or autograd reading them for the backward pass); any op between scores and
 softmax other than scale / additive mask / where-mask / upcast (e.g. tanh softcapping); dropout p>0 in
 training; mixed q/k/v dtypes or devices; a mask in another dtype than q; a where-mask whose fill is not
--inf / the dtype's minimum.
+-inf / the dtype's minimum; shapes/dtypes for which SDPA has no fused kernel here (its math fallback would
+only redo bmm/softmax/bmm).
 
 Exactness: the scale is applied where SDPA applies it; a where-mask ``where(c, s, fill)`` becomes the
 additive mask ``where(c, 0, fill)`` (``s + fill == fill`` in fp32/bf16 for any real score, so even rows with
@@ -84,7 +85,8 @@ class _Attention:
     k: fx.Node  # [*batch, Sk, D], or [B, Hkv, Sk, D] with enable_gqa
     v: fx.Node  # [*batch, Sk, Dv], or [B, Hkv, Sk, Dv] with enable_gqa
     output: fx.Node  # [*batch, Sq, Dv], the node whose value SDPA reproduces
-    chain: list[fx.Node]  # bmm1 ... output: every node here is only used inside the match
+    chain: list[fx.Node]  # bmm1 ... output (each used only inside the match), then the operands' views:
+    #                       what the rewrite may leave dead
     k_is_transposed: bool = False  # k is [*batch, D, Sk] (no permute to strip): SDPA gets k.mT
     scale: float = 1.0
     scale_tensors: list[tuple[str, fx.Node]] = field(default_factory=list)  # ("mul"|"div", 0-d node), folded into q
@@ -376,8 +378,8 @@ def _scores_op(op: fx.Node, prev: fx.Node, attn: _Attention) -> None:
         return
     if is_op(op, aten.add) and op.kwargs.get("alpha", 1) == 1 and len(op.args) == 2:
         other = op.args[1] if op.args[0] is prev else op.args[0]
-        if not isinstance(other, fx.Node) or not isinstance(val(other), torch.Tensor):
-            raise _Miss(op, "a constant is added to the scores")
+        if not isinstance(other, fx.Node) or not isinstance(val(other), torch.Tensor) or other is prev:
+            raise _Miss(op, "the scores are added to a constant or to themselves, not to a mask")
         _check_broadcast(op, prev, other)
         attn.mask.append(_MaskTerm("add", other))
         return
