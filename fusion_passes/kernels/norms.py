@@ -36,9 +36,13 @@ from __future__ import annotations
 import functools
 
 import torch
-import triton
-import triton.language as tl
 from torch.library import triton_op, wrap_triton
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # a CPU-only torch without triton: the ops exist and run their torch implementation
+    triton = None
 
 __all__ = [
     "rms_norm",
@@ -48,7 +52,10 @@ __all__ = [
     "launch_config",
     "MAX_HIDDEN",
     "INTERPRETED",
+    "HAS_TRITON",
 ]
+
+HAS_TRITON = triton is not None
 
 # Largest hidden size the kernel handles: it keeps a whole row in registers (one pass over memory).
 MAX_HIDDEN = 16384
@@ -57,79 +64,82 @@ MAX_HIDDEN = 16384
 # ------------------------------------------------------------------------------------------ the kernel
 
 
-def _autotune_configs() -> list[triton.Config]:
-    # The tile shape (ROWS x BLOCK) is fixed by launch_config from N; only the warp count is tuned, so the
-    # grid never depends on the chosen config (simplest for Inductor and for dynamic row counts).
-    return [triton.Config({}, num_warps=w) for w in (2, 4, 8, 16)]
+if triton is not None:
 
+    def _autotune_configs() -> list[triton.Config]:
+        # The tile shape (ROWS x BLOCK) is fixed by launch_config from N; only the warp count is tuned, so the
+        # grid never depends on the chosen config (simplest for Inductor and for dynamic row counts).
+        return [triton.Config({}, num_warps=w) for w in (2, 4, 8, 16)]
 
-@triton.autotune(configs=_autotune_configs(), key=["N", "ROWS", "IS_RMS", "HAS_RES"])
-@triton.jit
-def _norm_kernel(
-    X,  # [M, N] input, row stride stride_x, dtype T
-    R,  # [M, N] residual (None unless HAS_RES)
-    W,  # [N] weight (None unless HAS_W)
-    B,  # [N] bias (None unless HAS_B)
-    EPS,  # 0-d tensor holding eps (None unless EPS_PTR; eps is then ignored)
-    H,  # [M, N] out: x + residual in T (None unless HAS_RES)
-    Y,  # [M, N] out: the normalised rows in out_dtype
-    M,
-    N,
-    stride_x,
-    stride_r,
-    stride_h,
-    stride_y,
-    eps,
-    weight_offset,
-    IS_RMS: tl.constexpr,
-    HAS_RES: tl.constexpr,
-    HAS_W: tl.constexpr,
-    HAS_B: tl.constexpr,
-    HAS_OFFSET: tl.constexpr,
-    CAST_BEFORE_W: tl.constexpr,
-    EPS_PTR: tl.constexpr,
-    ROWS: tl.constexpr,
-    BLOCK: tl.constexpr,
-):
-    """One program normalises ROWS rows; each row is loaded once and held in registers (BLOCK >= N)."""
-    pid = tl.program_id(0)
-    rows = (pid * ROWS + tl.arange(0, ROWS)).to(tl.int64)[:, None]  # [ROWS, 1]
-    cols = tl.arange(0, BLOCK)[None, :]  # [1, BLOCK]
-    col_ok = cols < N
-    mask = (rows < M) & col_ok
+    @triton.autotune(configs=_autotune_configs(), key=["N", "ROWS", "IS_RMS", "HAS_RES"])
+    @triton.jit
+    def _norm_kernel(
+        X,  # [M, N] input, row stride stride_x, dtype T
+        R,  # [M, N] residual (None unless HAS_RES)
+        W,  # [N] weight (None unless HAS_W)
+        B,  # [N] bias (None unless HAS_B)
+        EPS,  # 0-d tensor holding eps (None unless EPS_PTR; eps is then ignored)
+        H,  # [M, N] out: x + residual in T (None unless HAS_RES)
+        Y,  # [M, N] out: the normalised rows in out_dtype
+        M,
+        N,
+        stride_x,
+        stride_r,
+        stride_h,
+        stride_y,
+        eps,
+        weight_offset,
+        IS_RMS: tl.constexpr,
+        HAS_RES: tl.constexpr,
+        HAS_W: tl.constexpr,
+        HAS_B: tl.constexpr,
+        HAS_OFFSET: tl.constexpr,
+        CAST_BEFORE_W: tl.constexpr,
+        EPS_PTR: tl.constexpr,
+        ROWS: tl.constexpr,
+        BLOCK: tl.constexpr,
+    ):
+        """One program normalises ROWS rows; each row is loaded once and held in registers (BLOCK >= N)."""
+        pid = tl.program_id(0)
+        rows = (pid * ROWS + tl.arange(0, ROWS)).to(tl.int64)[:, None]  # [ROWS, 1]
+        cols = tl.arange(0, BLOCK)[None, :]  # [1, BLOCK]
+        col_ok = cols < N
+        mask = (rows < M) & col_ok
 
-    x = tl.load(X + rows * stride_x + cols, mask=mask, other=0.0)
-    if HAS_RES:
-        r = tl.load(R + rows * stride_r + cols, mask=mask, other=0.0)
-        # round the sum to T, as eager does, before normalising it
-        x = (x.to(tl.float32) + r.to(tl.float32)).to(X.dtype.element_ty)
-        tl.store(H + rows * stride_h + cols, x, mask=mask)
-    xf = x.to(tl.float32)
-    if EPS_PTR:  # eps is a tensor (a float that torch.compile made a graph input); rounded to fp32 as eager does
-        eps = tl.load(EPS).to(tl.float32)
+        x = tl.load(X + rows * stride_x + cols, mask=mask, other=0.0)
+        if HAS_RES:
+            r = tl.load(R + rows * stride_r + cols, mask=mask, other=0.0)
+            # round the sum to T, as eager does, before normalising it
+            x = (x.to(tl.float32) + r.to(tl.float32)).to(X.dtype.element_ty)
+            tl.store(H + rows * stride_h + cols, x, mask=mask)
+        xf = x.to(tl.float32)
+        if EPS_PTR:  # eps is a tensor (a float that torch.compile made a graph input); rounded to fp32 as eager does
+            eps = tl.load(EPS).to(tl.float32)
 
-    if IS_RMS:
-        var = tl.sum(xf * xf, axis=1) / N
-        n = xf * tl.rsqrt(var + eps)[:, None]
-    else:
-        mean = tl.sum(xf, axis=1) / N
-        xc = tl.where(col_ok, xf - mean[:, None], 0.0)
-        var = tl.sum(xc * xc, axis=1) / N
-        n = xc * tl.rsqrt(var + eps)[:, None]
+        if IS_RMS:
+            var = tl.sum(xf * xf, axis=1) / N
+            n = xf * tl.rsqrt(var + eps)[:, None]
+        else:
+            mean = tl.sum(xf, axis=1) / N
+            xc = tl.where(col_ok, xf - mean[:, None], 0.0)
+            var = tl.sum(xc * xc, axis=1) / N
+            n = xc * tl.rsqrt(var + eps)[:, None]
 
-    if CAST_BEFORE_W:
-        n = n.to(X.dtype.element_ty).to(tl.float32)
-    if HAS_W:
-        w = tl.load(W + cols, mask=col_ok, other=0.0).to(tl.float32)
-        if HAS_OFFSET:
-            w = w + weight_offset
-        n = n * w
-    if HAS_B:
-        n = n + tl.load(B + cols, mask=col_ok, other=0.0).to(tl.float32)
-    tl.store(Y + rows * stride_y + cols, n.to(Y.dtype.element_ty), mask=mask)
+        if CAST_BEFORE_W:
+            n = n.to(X.dtype.element_ty).to(tl.float32)
+        if HAS_W:
+            w = tl.load(W + cols, mask=col_ok, other=0.0).to(tl.float32)
+            if HAS_OFFSET:
+                w = w + weight_offset
+            n = n * w
+        if HAS_B:
+            n = n + tl.load(B + cols, mask=col_ok, other=0.0).to(tl.float32)
+        tl.store(Y + rows * stride_y + cols, n.to(Y.dtype.element_ty), mask=mask)
 
 
 def _is_interpreted() -> bool:
+    if triton is None:
+        return False
     try:
         from triton.runtime.interpreter import InterpretedFunction
     except ImportError:  # pragma: no cover - very old triton
@@ -144,7 +154,7 @@ INTERPRETED = _is_interpreted()
 @functools.lru_cache(maxsize=None)
 def launch_config(n: int) -> tuple[int, int]:
     """(ROWS, BLOCK) for hidden size ``n``: a row per program for n >= 1024, else rows packed to ~2K elements."""
-    block = triton.next_power_of_2(n)
+    block = 1 << max(0, n - 1).bit_length()  # next power of two
     rows = 1 if block >= 1024 else min(16, 2048 // block)
     return rows, block
 
@@ -183,6 +193,8 @@ def _launch(x, residual, weight, bias, h, y, eps, eps_tensor, weight_offset, is_
 def _use_triton(x: torch.Tensor) -> bool:
     # type(x) is torch.Tensor: a real tensor, not a fake/functional one being traced (the interpreter
     # cannot run on those; tracing a CPU graph keeps the torch implementation)
+    if not HAS_TRITON:
+        return False
     return x.device.type == "cuda" or (INTERPRETED and type(x) is torch.Tensor)
 
 
@@ -249,11 +261,13 @@ def _fake(x, residual, out_dtype):
 
 
 # ------------------------------------------------------------------------------------------ the ops
+_define_op = triton_op if HAS_TRITON else torch.library.custom_op
+
 # eps_tensor: a 0-d float tensor used instead of eps when given. torch.compile(dynamic=True) turns a float
 # module attribute such as ``variance_epsilon`` into a graph input, so eps is only known at run time.
 
 
-@triton_op("fusion_passes::rms_norm", mutates_args=())
+@_define_op("fusion_passes::rms_norm", mutates_args=())
 def rms_norm(
     x: torch.Tensor,
     weight: torch.Tensor | None,
@@ -267,7 +281,7 @@ def rms_norm(
     return _impl(x, None, weight, None, eps, eps_tensor, weight_offset, True, cast_before_weight, out_dtype)[1]
 
 
-@triton_op("fusion_passes::add_rms_norm", mutates_args=())
+@_define_op("fusion_passes::add_rms_norm", mutates_args=())
 def add_rms_norm(
     x: torch.Tensor,
     residual: torch.Tensor,
@@ -282,7 +296,7 @@ def add_rms_norm(
     return _impl(x, residual, weight, None, eps, eps_tensor, weight_offset, True, cast_before_weight, out_dtype)
 
 
-@triton_op("fusion_passes::layer_norm", mutates_args=())
+@_define_op("fusion_passes::layer_norm", mutates_args=())
 def layer_norm(
     x: torch.Tensor,
     weight: torch.Tensor | None,
@@ -295,7 +309,7 @@ def layer_norm(
     return _impl(x, None, weight, bias, eps, eps_tensor, 0.0, False, False, out_dtype)[1]
 
 
-@triton_op("fusion_passes::add_layer_norm", mutates_args=())
+@_define_op("fusion_passes::add_layer_norm", mutates_args=())
 def add_layer_norm(
     x: torch.Tensor,
     residual: torch.Tensor,

@@ -38,7 +38,7 @@ kernel itself; elsewhere the op node stays and runs its torch implementation.
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.fx as fx
@@ -88,8 +88,7 @@ class _Norm:
     weight_offset: float = 0.0
     cast_before_weight: bool = False
     addends: tuple[fx.Node, ...] = ()  # (x, residual) of the absorbed add; empty for a norm alone
-    form: str = ""
-    notes: list[str] = field(default_factory=list)
+    form: str = ""  # which HF form matched, for the report: llama, gemma, fp32 weight, no weight, layer_norm
 
     @property
     def n(self) -> int:
@@ -129,7 +128,6 @@ def apply(graph: fx.Graph, ctx) -> None:
         from torch._inductor.pattern_matcher import stable_topological_sort
 
         stable_topological_sort(graph)  # the fused op sits after its last input; users may precede it
-        graph.eliminate_dead_code()
 
 
 def _match_anchor(node: fx.Node) -> _Norm | None:
@@ -411,7 +409,6 @@ def _absorb_residual(norm: _Norm, ctx) -> None:
         return
     reason = _residual_problem(add)
     if reason:
-        norm.notes.append(reason)
         ctx.near_miss(add, f"residual add not fused into the norm: {reason}")
         return
     norm.addends = tuple(add.args[:2])
@@ -456,6 +453,12 @@ def _check_rewritable(norm: _Norm) -> None:
     devices = {val(t).device for t in (norm.x, norm.weight, norm.bias) if t is not None}
     if len(devices) != 1:
         raise _NoMatch(f"tensors on several devices: {sorted(map(str, devices))}")
+    if norm.eps_tensor is not None and val(norm.eps_tensor).device != xv.device:
+        # dynamic=True turns a float attribute (eps) into a CPU scalar input; the kernel cannot read it
+        raise _NoMatch(
+            "eps is a CPU scalar tensor (dynamic=True made the float a graph input); mark only the batch and "
+            "sequence dims dynamic (torch._dynamo.mark_dynamic) or set torch._dynamo.config.specialize_float"
+        )
     if not _contiguous(yv) or (norm.addends and not _contiguous(xv)):
         raise _NoMatch("the norm's output is not contiguous; the kernel writes contiguous rows")
     produced = set(norm.interior) | {norm.y} | ({norm.x} if norm.addends else set())

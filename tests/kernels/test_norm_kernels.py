@@ -39,6 +39,7 @@ VARIANTS = {
 
 
 @pytest.mark.skipif(DEVICE is not None, reason="the kernel tests run in this process")
+@pytest.mark.skipif(not norms.HAS_TRITON, reason="triton is not installed")
 def test_kernels_in_interpreter():
     """Run this file's kernel tests with TRITON_INTERPRET=1 (triton is already imported here)."""
     env = {**os.environ, "TRITON_INTERPRET": "1"}
