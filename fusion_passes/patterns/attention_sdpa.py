@@ -359,8 +359,9 @@ def _scores_op(op: fx.Node, prev: fx.Node, attn: _Attention) -> None:
         return
     if is_op(op, prims.convert_element_type, aten._to_copy):
         src, dst = _dtype(prev), _dtype(op)
-        if not (dst.is_floating_point and dst.itemsize >= src.itemsize):
-            raise _Miss(op, f"the scores are cast from {src} down to {dst} before the softmax")
+        if dst != torch.float32 or src not in (torch.float16, torch.bfloat16):  # SDPA's softmax runs in fp32
+            raise _Miss(op, f"the scores are cast from {src} to {dst} before the softmax (only an fp32 upcast of "
+                            "fp16/bf16 scores matches SDPA)")
         return
     if is_op(op, aten.mul, aten.div):
         other = op.args[1] if op.args[0] is prev else op.args[0]
@@ -613,6 +614,8 @@ def _insert_sdpa(graph: fx.Graph, attn: _Attention) -> list[fx.Node]:
     dtype = val(attn.q).dtype
     with mode if mode is not None else contextlib.nullcontext():
         traced = fwd_only(lambda *a: _sdpa(attn, dtype, *a), fakes)
+    if any(n.op == "get_attr" for n in traced.graph.nodes):  # a constant we could not carry into ``graph``
+        raise _Miss(attn.output, "the SDPA replacement traced to a graph with constants")
     fused = [n for n in traced.graph.nodes if op_name(n).startswith("aten._scaled_dot_product_")]
     if not fused:  # SDPA's math fallback is the same bmm/softmax/bmm again, plus _safe_softmax: no gain
         q, k = val(attn.q), val(attn.k)

@@ -378,6 +378,14 @@ def test_not_fired_scale_after_mask():
     check_not_fired(attention, *qkv(heads_kv=H), padding_mask(), reason="scaled after the mask is added")
 
 
+def test_not_fired_scores_downcast_before_softmax():
+    def attention(q, k, v):  # a bf16 softmax on fp32 scores: SDPA would be more precise than eager, not equal
+        w = torch.softmax((torch.matmul(q, k.transpose(-1, -2)) * 0.25).bfloat16(), dim=-1)
+        return torch.matmul(w.float(), v)
+
+    check_not_fired(attention, *qkv(heads_kv=H), reason="cast from torch.float32 to torch.bfloat16", tol=1e-2)
+
+
 def test_not_fired_when_autograd_needs_the_weights():
     q, k, v = (t.requires_grad_() for t in qkv())
     mask = padding_mask()
