@@ -232,7 +232,7 @@ def _ops_ahead(node: fx.Node, packets, depth: int = 6) -> list[fx.Node]:
 
 def _attention_ahead(node: fx.Node) -> bool:
     """Is there a softmax and then a bmm downstream of the scores ``node``? Misses are reported only then."""
-    return any(_ops_ahead(sm, (aten.bmm,)) for sm in _ops_ahead(node, _SOFTMAX_OPS))
+    return any(_ops_ahead(sm, (aten.bmm,), depth=10) for sm in _ops_ahead(node, _SOFTMAX_OPS))
 
 
 # --------------------------------------------------------------------------------------------- operands
