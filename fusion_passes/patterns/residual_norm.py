@@ -32,7 +32,9 @@ It fires only when the rewrite is exact and not slower than what Inductor does o
   graph outputs, or the residual add of a following norm (which the next match absorbs).
 
 On CUDA the op is traced under functionalization into the graph, so Inductor sees and emits the Triton
-kernel itself; elsewhere the op node stays and runs its torch implementation.
+kernel itself. Elsewhere (CPU) the op node stays and Inductor calls its eager torch implementation: the
+same graphs run and match eager, but that is a correctness path, slower than Inductor's own fused C++
+(exclude this family for CPU inference).
 """
 
 from __future__ import annotations
@@ -667,6 +669,7 @@ def _insert_traced(graph, op, args):
     with detect_fake_mode(vals):
         gm = make_fx(dispatch_functionalize(call), tracing_mode="real")(*vals)
     gm.graph.eliminate_dead_code()
+    _clone_outputs_only(gm.graph)
     env, inserted, outs = {}, [], None
     placeholders = iter(nodes)
     for node in gm.graph.nodes:
@@ -679,3 +682,18 @@ def _insert_traced(graph, op, args):
             env[node] = new
             inserted.append(new)
     return outs, inserted
+
+
+def _clone_outputs_only(graph: fx.Graph) -> None:
+    """Functionalization clones every tensor Triton's analysis thinks the kernel writes; when that analysis
+    cannot run (no GPU driver, or a Triton it does not understand) it assumes all of them, which would copy
+    x, residual and weight on every call. Our kernel stores only to H and Y, so only those are cloned (and
+    Inductor's reinplacing then drops those clones of fresh ``empty`` buffers)."""
+    for node in graph.nodes:
+        if node.target is not torch.ops.higher_order.triton_kernel_wrapper_functional:
+            continue
+        keep = [k for k in node.kwargs["tensors_to_clone"] if k in ("H", "Y")]
+        used = {u.args[1] for u in node.users}
+        if not used <= set(keep):
+            raise RuntimeError(f"the traced norm kernel returns {sorted(used)}, expected only H/Y")
+        node.kwargs = {**node.kwargs, "tensors_to_clone": keep}

@@ -224,23 +224,66 @@ def test_zoo_llama_every_layer(dynamic):
     assert "aten.rsqrt" not in after and "aten.pow" not in after
 
 
-def test_cuda_rewrite_inlines_triton_kernel():
-    """On CUDA tensors (fake ones here) the op is traced into the graph: Inductor gets the Triton kernel."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
+def _fake_cuda(mode, shape, dtype, dynamic_rows=True):
+    """A fake CUDA tensor whose leading dims are symbolic (no GPU needed)."""
+    from torch._dynamo.source import ConstantSource
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
 
-    with FakeTensorMode():
-        x = torch.empty(2, 5, 4096, dtype=torch.bfloat16, device="cuda")
-        w = torch.empty(4096, dtype=torch.bfloat16, device="cuda")
-        gm = _post_grad_like(add_rms, (x, x.clone(), w))
+    dims = [DimDynamic.DYNAMIC if dynamic_rows and i < len(shape) - 1 else DimDynamic.STATIC for i in range(len(shape))]
+    meta = torch.empty(shape, dtype=dtype, device="meta")
+    t = mode.from_tensor(meta, symbolic_context=StatelessSymbolicContext(dynamic_sizes=dims), source=ConstantSource("x"))
+    with mode:
+        return torch.empty_strided(t.shape, t.stride(), dtype=dtype, device="cuda")
+
+
+def _trace_fake(fn, *args):
+    from torch._inductor.decomposition import select_decomp_table
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    return make_fx(fn, select_decomp_table(), tracing_mode="real")(*args)
+
+
+def test_cuda_rewrite_inlines_triton_kernel():
+    """On CUDA tensors (fake ones here) the op is traced into the graph: Inductor gets the Triton kernel,
+    launched over a symbolic number of rows, and the rewrite adds no shape guard."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    x = _fake_cuda(mode, (3, 7, 4096), torch.bfloat16)
+    with mode:
+        r, w = torch.empty_like(x), torch.empty(4096, dtype=torch.bfloat16, device="cuda")
+        gm = _trace_fake(add_rms, x, r, w)
         rec = _apply(gm)
     [m] = rec.matches
     assert m.detail["kernel"] == "triton"
     [kernel] = [n for n in gm.graph.nodes if n.target is torch.ops.higher_order.triton_kernel_wrapper_functional]
     kw = kernel.kwargs["kwargs"]
-    assert kw["IS_RMS"] and kw["HAS_RES"] and kw["CAST_BEFORE_W"] and kw["BLOCK"] == 4096 and kw["N"] == 4096
-    assert kw["eps"] == 1e-5 and kw["M"] == 10
+    assert kw["IS_RMS"] and kw["HAS_RES"] and kw["CAST_BEFORE_W"] and not kw["EPS_PTR"]
+    assert kw["BLOCK"] == 4096 and kw["N"] == 4096 and kw["eps"] == 1e-5
+    assert isinstance(kw["M"], torch.fx.Node)  # rows stay symbolic
+    assert kernel.kwargs["tensors_to_clone"] == ["H", "Y"]  # x, residual, weight are never copied
+    assert not mode.shape_env.guards
     targets = {str(n.target) for n in gm.graph.nodes}
     assert not any(op in t for t in targets for op in ("rsqrt", "pow", "mean", "add.Tensor"))
+
+
+def test_cuda_cpu_scalar_eps_is_left_alone():
+    """dynamic=True makes eps a CPU 0-d tensor input: a CUDA kernel cannot read it, so no rewrite."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    def f(x, r, w, eps):
+        h = x + r
+        hf = h.float()
+        return h, w * (hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + eps.float())).to(h.dtype)
+
+    with FakeTensorMode():
+        x = torch.empty(2, 5, 256, dtype=torch.bfloat16, device="cuda")
+        w = torch.empty(256, dtype=torch.bfloat16, device="cuda")
+        gm = _post_grad_like(f, (x, torch.empty_like(x), w, torch.tensor(1e-6, dtype=torch.float64)))
+        rec = _apply(gm)
+    assert not rec.matches
+    assert any("eps is a CPU scalar tensor" in n.reason for n in rec.near_misses)
 
 
 # --------------------------------------------------------------------------------------- must not fire
