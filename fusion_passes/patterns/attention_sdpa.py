@@ -96,6 +96,7 @@ class _Attention:
     enable_gqa: bool = False
     repeat: int = 1  # kv heads repeated by repeat_kv (1: plain MHA)
     kv_sources: tuple | None = None  # (k, v, nodes) before repeat_kv, used when enable_gqa is chosen
+    softmax: fx.Node | None = None  # the softmax output: its source line is the one the report shows
 
 
 # --------------------------------------------------------------------------------------------- small helpers
@@ -312,6 +313,7 @@ def _match(bmm1: fx.Node, grad_enabled: bool) -> _Attention:
 
     attn = _Attention(q=q, k=q, v=q, output=bmm1, chain=chain)
     softmax = _walk_scores(node, attn, grad_enabled)
+    attn.softmax = softmax.output
     bmm2 = _walk_weights(softmax.output, attn, grad_enabled)
     scores_ndim = len(_shape(softmax.input))
     if softmax.dim % scores_ndim != scores_ndim - 1:
@@ -687,4 +689,4 @@ def apply(graph: fx.Graph, ctx) -> None:
             ctx.near_miss(miss.node, miss.reason)
             continue
         erased = sorted(_erase_dead(graph, attn.chain), key=order.__getitem__)
-        ctx.matched(erased, inserted, detail=_detail(attn), saved_bytes=saved)
+        ctx.matched(erased, inserted, anchor=attn.softmax, detail=_detail(attn), saved_bytes=saved)
