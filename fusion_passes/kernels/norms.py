@@ -106,9 +106,10 @@ if triton is not None:
         col_ok = cols < N
         mask = (rows < M) & col_ok
 
-        x = tl.load(X + rows * stride_x + cols, mask=mask, other=0.0)
+        # streamed once: evict first; the weight and bias are read by every program: keep them in L2
+        x = tl.load(X + rows * stride_x + cols, mask=mask, other=0.0, eviction_policy="evict_first")
         if HAS_RES:
-            r = tl.load(R + rows * stride_r + cols, mask=mask, other=0.0)
+            r = tl.load(R + rows * stride_r + cols, mask=mask, other=0.0, eviction_policy="evict_first")
             # round the sum to T, as eager does, before normalising it
             x = (x.to(tl.float32) + r.to(tl.float32)).to(X.dtype.element_ty)
             tl.store(H + rows * stride_h + cols, x, mask=mask)
@@ -128,12 +129,12 @@ if triton is not None:
         if CAST_BEFORE_W:
             n = n.to(X.dtype.element_ty).to(tl.float32)
         if HAS_W:
-            w = tl.load(W + cols, mask=col_ok, other=0.0).to(tl.float32)
+            w = tl.load(W + cols, mask=col_ok, other=0.0, eviction_policy="evict_last").to(tl.float32)
             if HAS_OFFSET:
                 w = w + weight_offset
             n = n * w
         if HAS_B:
-            n = n + tl.load(B + cols, mask=col_ok, other=0.0).to(tl.float32)
+            n = n + tl.load(B + cols, mask=col_ok, other=0.0, eviction_policy="evict_last").to(tl.float32)
         tl.store(Y + rows * stride_y + cols, n.to(Y.dtype.element_ty), mask=mask)
 
 
