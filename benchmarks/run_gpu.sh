@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The GPU session's runs, in parts that each fit one 10-minute device call:
+#   bash benchmarks/run_gpu.sh tests     # pytest -m gpu + per-kernel benchmark
+#   bash benchmarks/run_gpu.sh decode    # llama-1b decode step, eager vs stock vs ours (+CUDA graphs)
+#   bash benchmarks/run_gpu.sh prefill   # llama-1b prefill 512/2048
+# Results land in $OUT (the device tool brings them back) and are then copied to benchmarks/results/.
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-benchmarks/results}
+python3 -m pip install --no-deps --no-build-isolation -e . -q 2>&1 | grep -v WARNING
+case "${1:-}" in
+  tests)
+    python3 -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
+    python3 benchmarks/bench_norm_kernels.py 2>&1 | tail -30
+    cp benchmarks/results/norm_kernels_*h200* "$OUT/" 2>/dev/null ;;
+  decode)
+    python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads decode-1024 \
+      --variants eager stock+cudagraphs fusion_passes+cudagraphs --budget-s 420 --out "$OUT/e2e_decode.json" 2>&1 \
+      | grep -v Warning | tail -30 ;;
+  prefill)
+    python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads prefill-2048 prefill-512 --batches 1 \
+      --variants eager stock fusion_passes --budget-s 420 --out "$OUT/e2e_prefill.json" 2>&1 \
+      | grep -v Warning | tail -30 ;;
+  *) echo "usage: $0 tests|decode|prefill" >&2; exit 2 ;;
+esac
