@@ -31,9 +31,8 @@ Which implementation runs:
   (the interpreter), which is how the kernel is tested without a GPU.
 """
 
-from __future__ import annotations
-
 import functools
+from typing import Optional
 
 import torch
 from torch.library import triton_op, wrap_triton
@@ -271,12 +270,12 @@ _define_op = triton_op if HAS_TRITON else torch.library.custom_op
 @_define_op("fusion_passes::rms_norm", mutates_args=())
 def rms_norm(
     x: torch.Tensor,
-    weight: torch.Tensor | None,
+    weight: Optional[torch.Tensor],
     eps: float,
     weight_offset: float = 0.0,
     cast_before_weight: bool = False,
-    out_dtype: torch.dtype | None = None,
-    eps_tensor: torch.Tensor | None = None,
+    out_dtype: Optional[torch.dtype] = None,
+    eps_tensor: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """RMSNorm over the last dim.  x [..., N], weight [N] -> y [..., N] (out_dtype, default x.dtype)"""
     return _impl(x, None, weight, None, eps, eps_tensor, weight_offset, True, cast_before_weight, out_dtype)[1]
@@ -286,12 +285,12 @@ def rms_norm(
 def add_rms_norm(
     x: torch.Tensor,
     residual: torch.Tensor,
-    weight: torch.Tensor | None,
+    weight: Optional[torch.Tensor],
     eps: float,
     weight_offset: float = 0.0,
     cast_before_weight: bool = False,
-    out_dtype: torch.dtype | None = None,
-    eps_tensor: torch.Tensor | None = None,
+    out_dtype: Optional[torch.dtype] = None,
+    eps_tensor: Optional[torch.Tensor] = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """h = x + residual; y = RMSNorm(h).  x, residual [..., N] -> (h [..., N] x.dtype, y [..., N] out_dtype)"""
     return _impl(x, residual, weight, None, eps, eps_tensor, weight_offset, True, cast_before_weight, out_dtype)
@@ -300,11 +299,11 @@ def add_rms_norm(
 @_define_op("fusion_passes::layer_norm", mutates_args=())
 def layer_norm(
     x: torch.Tensor,
-    weight: torch.Tensor | None,
-    bias: torch.Tensor | None,
+    weight: Optional[torch.Tensor],
+    bias: Optional[torch.Tensor],
     eps: float,
-    out_dtype: torch.dtype | None = None,
-    eps_tensor: torch.Tensor | None = None,
+    out_dtype: Optional[torch.dtype] = None,
+    eps_tensor: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """LayerNorm over the last dim (biased variance).  x [..., N], weight/bias [N] -> y [..., N]"""
     return _impl(x, None, weight, bias, eps, eps_tensor, 0.0, False, False, out_dtype)[1]
@@ -314,11 +313,11 @@ def layer_norm(
 def add_layer_norm(
     x: torch.Tensor,
     residual: torch.Tensor,
-    weight: torch.Tensor | None,
-    bias: torch.Tensor | None,
+    weight: Optional[torch.Tensor],
+    bias: Optional[torch.Tensor],
     eps: float,
-    out_dtype: torch.dtype | None = None,
-    eps_tensor: torch.Tensor | None = None,
+    out_dtype: Optional[torch.dtype] = None,
+    eps_tensor: Optional[torch.Tensor] = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """h = x + residual; y = LayerNorm(h).  x, residual [..., N] -> (h [..., N], y [..., N])"""
     return _impl(x, residual, weight, bias, eps, eps_tensor, 0.0, False, False, out_dtype)

@@ -224,6 +224,20 @@ def test_zoo_llama_every_layer(dynamic):
     assert "aten.rsqrt" not in after and "aten.pow" not in after
 
 
+@pytest.mark.parametrize("name,expected", [("gpt2", 5), ("bert", 4)])
+def test_zoo_layer_norm_models(name, expected):
+    """GPT-2: ln_1 of layer 0 (after a broadcasting embedding add), then every add+LN and ln_f.
+    BERT: both add+LNs of every layer; the embedding LN reads a pointwise add only it uses: left to Inductor."""
+    model, args = zoo.build(name, batch=2, seq=8)
+    with torch.no_grad():
+        out, recs = _compile(model, *args)
+        ref = model(*args)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    ops = [m.detail["op"] for m in _matches(recs)]
+    assert len(ops) == expected and ops.count("fusion_passes.add_layer_norm") == 4
+    assert any("broadcasts" in r for r in _near(recs))
+
+
 def _fake_cuda(mode, shape, dtype, dynamic_rows=True):
     """A fake CUDA tensor whose leading dims are symbolic (no GPU needed)."""
     from torch._dynamo.source import ConstantSource
