@@ -8,9 +8,9 @@
 The weights are graph inputs (the module's own ``nn.Parameter`` objects), so the op must not ``cat`` them
 on every call. How it gets one [sum N_i, K] matrix:
 
-1. **Steady state, zero copy.** If W_0..W_n are consecutive row blocks of one buffer (same storage, each
-   contiguous, each starting where the previous one ends), the op runs one ``mm`` on an ``as_strided``
-   view of that buffer.
+1. **Steady state, zero copy.** If W_0..W_n are consecutive row blocks of one buffer (each contiguous,
+   each starting where the previous one ends, all inside W_0's storage), the op runs one ``mm`` on an
+   ``as_strided`` view of that buffer.
 2. **Once: pack.** Otherwise it allocates a [sum N_i, K] buffer, copies the weights in, and re-points
    each weight tensor onto its row block (``Tensor.set_``). The parameters stay the same Python objects
    with the same values, shapes and strides; their old storages are freed, so weight memory stays 1x.
@@ -23,8 +23,12 @@ on every call. How it gets one [sum N_i, K] matrix:
    tries again on later calls. The same happens during CUDA graph capture, where allocating and
    copying is not allowed.
 
-``unpack_parameters(module)`` gives packed parameters their own storage again (e.g. before saving with
-safetensors, which refuses tensors that share memory).
+``unpack_parameters(module)`` gives packed parameters their own storage again (e.g. before
+``safetensors.torch.save_file``, which refuses tensors that share memory; ``save_pretrained`` copes).
+
+Limitations: a weight packed into two different groups (two compiled graphs that group it differently)
+is re-packed back and forth (correct, but a copy per switch); the first call of two threads running the
+same compiled model at once is not synchronised.
 """
 
 from __future__ import annotations
@@ -49,13 +53,23 @@ _side_streams: dict = {}
 _warned: set[str] = set()
 
 
-@torch.library.custom_op("fusion_passes::packed_linear", mutates_args=())
+# Defined with the low-level Library API, not ``torch.library.custom_op``: this op runs on every call
+# of the compiled model, and custom_op's Python wrapper costs ~50-100 us per call (decode-step latency);
+# a plain dispatcher registration costs ~10 us. The op has no autograd kernel: the pass never inserts it
+# while autograd is on.
+_lib = torch.library.Library("fusion_passes", "FRAGMENT")
+_lib.define("packed_linear(Tensor x, Tensor[] weights) -> Tensor")
+
+
 def packed_linear(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
     """``cat([x @ w.T for w in weights], dim=1)`` as one GEMM.  x [M, K], weights[i] [N_i, K] -> [M, sum N_i]"""
     stacked = _stacked_view(weights)
     if stacked is None and _may_repack(x, weights):
-        stacked = _repack(weights)
-        STATS["repacked"] += 1
+        try:
+            stacked = _repack(weights)
+            STATS["repacked"] += 1
+        except RuntimeError as e:  # e.g. inference tensors outside inference mode refuse set_
+            _warn_once("repack", f"could not pack the weights ({e}); running them unpacked")
     if stacked is None:
         STATS["unpacked"] += 1
         return _unpacked(x, weights)
@@ -63,22 +77,33 @@ def packed_linear(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
     return torch.mm(x, stacked.t())
 
 
-@packed_linear.register_fake
 def _packed_linear_fake(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
     return x.new_empty((x.shape[0], sum(w.shape[0] for w in weights)))
 
 
+_lib.impl("packed_linear", packed_linear, "CompositeExplicitAutograd")
+torch.library.register_fake("fusion_passes::packed_linear", _packed_linear_fake, lib=_lib)
+
+
 def _stacked_view(weights: list[torch.Tensor]) -> torch.Tensor | None:
-    """The [sum N_i, K] matrix the weights already form in memory, or None if they are not adjacent rows."""
+    """The [sum N_i, K] matrix the weights already form in memory, or None if they are not adjacent rows.
+
+    Adjacent: each weight contiguous and starting where the previous one ends, all inside the first
+    weight's storage (so one ``as_strided`` view of it covers them all). Runs on every call: a few
+    pointer comparisons, no Python objects made on the fast path.
+    """
     first = weights[0]
-    k = first.shape[1]
-    base = first.untyped_storage().data_ptr()
-    offset = first.storage_offset()
+    row_bytes = first.shape[1] * first.element_size()
+    start = first.data_ptr()
+    rows = 0
     for w in weights:
-        if w.storage_offset() != offset or not w.is_contiguous() or w.untyped_storage().data_ptr() != base:
+        if w.data_ptr() != start + rows * row_bytes or not w.is_contiguous():
             return None
-        offset += w.shape[0] * k
-    return first.as_strided(((offset - first.storage_offset()) // k, k), (k, 1))
+        rows += w.shape[0]
+    storage = first.untyped_storage()
+    if start + rows * row_bytes > storage.data_ptr() + storage.nbytes():
+        return None  # adjacent by chance (separate allocations back to back), not one buffer
+    return first.as_strided((rows, first.shape[1]), (first.shape[1], 1))
 
 
 def _storage_users(t: torch.Tensor) -> int:
