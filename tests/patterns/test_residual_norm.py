@@ -245,7 +245,8 @@ def _fake_cuda(mode, shape, dtype, dynamic_rows=True):
 
     dims = [DimDynamic.DYNAMIC if dynamic_rows and i < len(shape) - 1 else DimDynamic.STATIC for i in range(len(shape))]
     meta = torch.empty(shape, dtype=dtype, device="meta")
-    t = mode.from_tensor(meta, symbolic_context=StatelessSymbolicContext(dynamic_sizes=dims), source=ConstantSource("x"))
+    context = StatelessSymbolicContext(dynamic_sizes=dims)
+    t = mode.from_tensor(meta, symbolic_context=context, source=ConstantSource("x"))
     with mode:
         return torch.empty_strided(t.shape, t.stride(), dtype=dtype, device="cuda")
 
