@@ -24,12 +24,14 @@ It fires only when the rewrite is exact and not slower than what Inductor does o
   or fp32 input); the add has no ``alpha``, does not broadcast and mixes no dtypes;
 - every intermediate (fp32 copy, variance, rstd, normalised value) has no user outside the chain: the
   kernel returns only ``h`` and ``y``;
-- the hidden size is static and at most ``norms.MAX_HIDDEN``; ``h`` and ``y`` are contiguous;
+- the hidden size is static and at most ``norms.MAX_HIDDEN``; ``h`` and ``y`` are contiguous; on CUDA,
+  eps is a number or a tensor on the same device (``dynamic=True`` makes it a CPU scalar: not fused);
 - autograd is off (the kernel has no backward);
 - Inductor would not have fused more: Inductor fuses pointwise producers and consumers into its own
   reduction kernel, but not into ours. So every input must be materialised anyway (a graph input, the
-  output of a matmul/attention/custom op, or a tensor with other users), and ``y`` may only feed matmuls,
-  graph outputs, or the residual add of a following norm (which the next match absorbs).
+  output of a matmul/attention/custom op, or a tensor with other users), and ``y`` and ``h`` may only
+  feed matmuls, graph outputs, ops that also wait for a later matmul (the next residual add), or the
+  residual add of a following norm (which the next match absorbs).
 
 On CUDA the op is traced under functionalization into the graph, so Inductor sees and emits the Triton
 kernel itself. Elsewhere (CPU) the op node stays and Inductor calls its eager torch implementation: the
@@ -68,7 +70,6 @@ _EXTERN = (
     aten._scaled_dot_product_cudnn_attention, aten._scaled_dot_product_flash_attention_for_cpu,
     aten._flash_attention_forward, aten._efficient_attention_forward,
 )  # fmt: skip
-_MATMULS = (aten.mm, aten.addmm, aten.bmm, aten.baddbmm, aten._scaled_mm, aten._int_mm)
 
 
 class _NoMatch(Exception):
