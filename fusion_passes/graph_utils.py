@@ -90,17 +90,23 @@ def val(node) -> torch.Tensor | None:
     return node.meta.get("val") if isinstance(node, fx.Node) else None
 
 
-def tensor_bytes(node: fx.Node) -> int:
-    """Bytes of the tensor ``node`` produces; 0 when unknown. Symbolic sizes use their hint."""
-    t = val(node)
+def tensor_bytes(node_or_tensor) -> int:
+    """Bytes of the tensor a node produces (or of a tensor); 0 when unknown.
+
+    Symbolic sizes count at their hint, read without ``int()``: ``int()`` on a SymInt installs a guard that
+    specialises the graph to this size, so ``dynamic=True`` would recompile for every new shape.
+    """
+    t = val(node_or_tensor) if isinstance(node_or_tensor, fx.Node) else node_or_tensor
     if not isinstance(t, torch.Tensor):
         return 0
     numel = 1
     for s in t.shape:
-        try:
-            numel *= int(s)
-        except Exception:  # unbacked symbol without a hint
-            return 0
+        if isinstance(s, torch.SymInt):
+            hint = s.node.hint if s.node.has_hint() else None
+            if hint is None:  # unbacked size: no example value to count with
+                return 0
+            s = hint
+        numel *= int(s)
     return numel * t.element_size()
 
 

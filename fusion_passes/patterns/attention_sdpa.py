@@ -43,7 +43,7 @@ import torch
 import torch.fx as fx
 import torch.nn.functional as F
 
-from ..graph_utils import is_op, op_name, val
+from ..graph_utils import is_op, op_name, tensor_bytes, val
 
 NAME = "attention_sdpa"
 HOOK = "joint"
@@ -168,16 +168,6 @@ def _const_scalar(x) -> float | None:
 def _is_0d_tensor(x) -> bool:
     t = val(x)
     return isinstance(t, torch.Tensor) and t.dim() == 0
-
-
-def _bytes_hint(node) -> int:
-    """Bytes of the tensor ``node`` makes, symbolic sizes at their hint (``int()`` on a SymInt would add a
-    guard and specialise the graph to this size); 0 when a size has no hint."""
-    t = val(node)
-    if not isinstance(t, torch.Tensor):
-        return 0
-    sizes = [s if isinstance(s, int) else getattr(s.node, "hint", None) for s in t.shape]
-    return math.prod(sizes) * t.element_size() if all(isinstance(s, int) for s in sizes) else 0
 
 
 def _dtype(node) -> torch.dtype | None:
@@ -681,7 +671,7 @@ def apply(graph: fx.Graph, ctx) -> None:
             if miss.report:
                 ctx.near_miss(miss.node, miss.reason)
             continue
-        saved = 2 * _bytes_hint(bmm1)  # the [*batch, Sq, Sk] scores and weights are no longer written and read
+        saved = 2 * tensor_bytes(bmm1)  # the [*batch, Sq, Sk] scores and weights are no longer written and read
         order = {n: i for i, n in enumerate(graph.nodes)}
         try:
             inserted = _insert_sdpa(graph, attn)

@@ -490,7 +490,8 @@ def test_gpu_bf16_llama(masked):
         (out, recs), codes = run_and_get_code(lambda: compile_with_records(model, *args, patterns=PATTERN))
     (m,) = matches(recs)
     code = "\n".join(codes)
-    assert "_scaled_dot_product_" in code and "bmm" not in code
+    # one bmm may remain: the rotary embedding's inv_freq @ positions; attention's two are gone
+    assert "_scaled_dot_product_" in code and code.count("extern_kernels.bmm(") <= 1
     if masked:  # CUDA flash takes no mask: K/V stay repeated so the memory-efficient kernel can run
         assert m.detail["gqa"] == "repeated K/V" and m.detail["mask"] == "add"
         assert "_scaled_dot_product_efficient_attention" in code
