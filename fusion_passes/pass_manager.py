@@ -151,9 +151,14 @@ class FusionGraphPass(CustomGraphPass):
 
     def uuid(self) -> Any:
         files = [os.path.join(os.path.dirname(__file__), f) for f in _CORE_FILES]
+        keys = []
         for name in self.families:
-            files += _family_files(get_family(name))
-        parts = [self.hook, ",".join(self.families), str(self.grad_enabled), _file_hash(files), torch.__version__]
+            family = get_family(name)
+            files += _family_files(family)
+            if hasattr(family, "cache_key"):  # run-time settings that change the graphs the family produces
+                keys.append(f"{name}={family.cache_key()}")
+        parts = [self.hook, ",".join(self.families), str(self.grad_enabled), _file_hash(files), torch.__version__,
+                 *keys]
         for user_pass in _as_tuple(self.chained):
             uid = user_pass.uuid() if isinstance(user_pass, CustomGraphPass) else None
             if uid is None:

@@ -6,7 +6,9 @@ import os
 os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
 os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
 os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
-os.environ.setdefault("FUSION_PASSES_RAISE", "1")  # a family that raises fails its test instead of warning
+os.environ.setdefault("FUSION_PASSES_RAISE", "1")
+# residual_norm leaves every norm to Inductor by default (ours is not faster yet); test the rewrite itself
+os.environ.setdefault("FUSION_PASSES_RESIDUAL_NORM", "always")  # a family that raises fails its test instead of warning
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -5,6 +5,8 @@ Each family is a module here (``fusion_passes/patterns/<name>.py``) exporting:
     NAME: str                      # the name users pass in patterns=/exclude=
     HOOK: "joint" | "post_grad"    # which Inductor hook it runs in
     DESCRIPTION: str               # one line, shown by `fusion-passes patterns`
+    DEPENDS: tuple (optional)      # modules whose source enters the FX-cache key (e.g. its kernels)
+    cache_key() -> str (optional)  # run-time settings that change its output, for the FX-cache key
     apply(graph, ctx) -> None      # rewrite `graph` in place, reporting through ctx (a PassContext)
 
 Families run in the order of ``BUILTIN`` within their hook; joint-graph families run before post-grad ones.

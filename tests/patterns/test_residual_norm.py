@@ -445,3 +445,27 @@ def test_gpu_zoo_models(name):
         out, recs = _compile(model, *args)
     assert _matches(recs) and all(m.detail["kernel"] == "triton" for m in _matches(recs))
     torch.testing.assert_close(out.float(), ref.float(), atol=5e-2, rtol=5e-2)
+
+
+def test_default_policy_leaves_norms_to_inductor_and_says_why(monkeypatch):
+    monkeypatch.setenv("FUSION_PASSES_RESIDUAL_NORM", "auto")
+    model, args = zoo.build("llama", batch=2, seq=8)
+    with torch.no_grad():
+        expected = model(*args)
+    out, recs = compile_with_records(model, *args, patterns=["residual_norm"])
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+    assert not [m for r in recs for m in r.matches]
+    reasons = [n.reason for r in recs for n in r.near_misses]
+    assert reasons and all("left to Inductor" in r and "FUSION_PASSES_RESIDUAL_NORM=always" in r for r in reasons)
+
+
+def test_policy_enters_the_cache_key(monkeypatch):
+    from fusion_passes.pass_manager import FusionGraphPass
+
+    monkeypatch.setenv("FUSION_PASSES_RESIDUAL_NORM", "auto")
+    auto = FusionGraphPass("post_grad", ("residual_norm",)).uuid()
+    monkeypatch.setenv("FUSION_PASSES_RESIDUAL_NORM", "always")
+    assert FusionGraphPass("post_grad", ("residual_norm",)).uuid() != auto
+    monkeypatch.setenv("FUSION_PASSES_RESIDUAL_NORM", "sometimes")
+    with pytest.raises(ValueError, match="use one of auto, always"):
+        FusionGraphPass("post_grad", ("residual_norm",)).uuid()
