@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import collections
 import sys
+import threading
 import warnings
 
 import torch
@@ -49,7 +50,6 @@ STATS: collections.Counter = collections.Counter()
 # The buffers this module packed weights into, as weak references keyed by StorageImpl address (a weak
 # reference keeps that address from being reused, so a live key is always one of ours).
 _packed_storages: dict[int, StorageWeakRef] = {}
-_side_streams: dict = {}
 _warned: set[str] = set()
 
 
@@ -117,10 +117,13 @@ def _may_repack(x: torch.Tensor, weights: list[torch.Tensor]) -> bool:
     if x.is_cuda and torch.cuda.is_current_stream_capturing():
         _warn_once("capture", "weights are not packed yet during CUDA graph capture; running them unpacked")
         return False
+    spans = sorted((w.data_ptr(), w.data_ptr() + w.numel() * w.element_size()) for w in weights)
+    if any(end > next_start for (_, end), (next_start, _) in zip(spans, spans[1:])):
+        _warn_once("overlap", "two projection weights overlap in memory (aliases of one tensor); running them unpacked")
+        return False  # they alias each other: separate copies would go stale when one is written
     in_list = collections.Counter(w.untyped_storage().data_ptr() for w in weights)
-    transient = _checker_alias()
-    if transient is not None:
-        in_list[transient.untyped_storage().data_ptr()] += 1
+    for alias in _checker_aliases(weights):
+        in_list[alias.untyped_storage().data_ptr()] += 1
     if all(_storage_users(w) == in_list[w.untyped_storage().data_ptr()] for w in weights):
         return True
     _warn_once(
@@ -131,26 +134,30 @@ def _may_repack(x: torch.Tensor, weights: list[torch.Tensor]) -> bool:
     return False
 
 
-def _checker_alias() -> torch.Tensor | None:
-    """The ``param.data`` alias that AOTAutograd's first-call custom-op aliasing check holds, if any.
+def _checker_aliases(weights: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Aliases of the weights held by AOTAutograd's first-call custom-op aliasing check, if it is running.
 
     On the first call of a compiled graph, ``_AnalyzeCustomOpInputOutputMode.__torch_dispatch__``
-    (torch/_functorch/_aot_autograd/runtime_wrappers.py) keeps ``underlying_tensor = param.data`` of the
-    last parameter argument in a local while it runs the op; it dies when the op returns, so it does not
-    make re-pointing unsafe. Only looked for when some weight shows an extra user (the slow path).
+    (torch/_functorch/_aot_autograd/runtime_wrappers.py) runs this op and, in torch 2.13, keeps
+    ``param.data`` of a parameter argument in a local meanwhile. Those locals die when the op returns, so
+    they do not make re-pointing unsafe. Only looked for when a weight shows an extra user (slow path).
     """
     frame = sys._getframe(2)
     for _ in range(16):
         if frame is None:
-            return None
+            return []
         if frame.f_code.co_name == "__torch_dispatch__":
-            owner = frame.f_locals.get("self")
-            alias = frame.f_locals.get("underlying_tensor")
-            if type(owner).__name__ == "_AnalyzeCustomOpInputOutputMode" and isinstance(alias, torch.Tensor):
-                return alias
-            return None
+            if type(frame.f_locals.get("self")).__name__ != "_AnalyzeCustomOpInputOutputMode":
+                return []
+            ids = {id(w) for w in weights}
+            ptrs = {w.untyped_storage().data_ptr() for w in weights}
+            return [
+                t
+                for t in frame.f_locals.values()
+                if isinstance(t, torch.Tensor) and id(t) not in ids and t.untyped_storage().data_ptr() in ptrs
+            ]
         frame = frame.f_back
-    return None
+    return []
 
 
 def _repack(weights: list[torch.Tensor]) -> torch.Tensor:
@@ -172,21 +179,34 @@ def _repack(weights: list[torch.Tensor]) -> torch.Tensor:
 
 
 def _alloc_and_fill(weights: list[torch.Tensor], shape: tuple[int, int]) -> torch.Tensor:
-    """``cat(weights)`` into a new buffer. On CUDA the buffer is made on a side stream, so that a
-    CUDA-graph warm-up (which routes the current stream's allocations into the graph's private pool)
-    cannot place long-lived parameters in that pool; the device is synchronised around it (one time)."""
+    """``cat(weights)`` into a new buffer. On CUDA it is allocated and filled on a helper thread: a CUDA-graph
+    warm-up routes the allocations of the *calling thread* into the graph's private pool, and long-lived
+    parameters must not land there (cudagraph trees then fail with "tensors in the cudagraph pool not
+    tracked as outputs"). The device is synchronised around it (one time)."""
     first = weights[0]
     if not first.is_cuda:
         packed = torch.empty(shape, dtype=first.dtype, device=first.device)
         return torch.cat(weights, dim=0, out=packed)
     device = first.device
-    stream = _side_streams.setdefault(device, torch.cuda.Stream(device))
     torch.cuda.synchronize(device)
-    with torch.cuda.stream(stream):
-        packed = torch.empty(shape, dtype=first.dtype, device=device)
-        torch.cat(weights, dim=0, out=packed)
-    torch.cuda.synchronize(device)
-    return packed
+    result: list = []
+
+    def fill() -> None:
+        try:
+            with torch.cuda.device(device), torch.no_grad():
+                packed = torch.empty(shape, dtype=first.dtype, device=device)
+                torch.cat(weights, dim=0, out=packed)
+                torch.cuda.synchronize(device)
+                result.append(packed)
+        except BaseException as e:  # noqa: BLE001 - re-raised on the calling thread
+            result.append(e)
+
+    worker = threading.Thread(target=fill, name="fusion_passes-pack")
+    worker.start()
+    worker.join()
+    if isinstance(result[0], BaseException):
+        raise result[0]
+    return result[0]
 
 
 def _unpacked(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:

@@ -68,6 +68,7 @@ class Projections(nn.Module):
 @pytest.fixture(autouse=True)
 def _fresh_stats():
     kernel.STATS.clear()
+    kernel._warned.clear()  # each test that expects a warning gets it, whatever ran before
     yield
 
 
@@ -386,6 +387,22 @@ def test_op_packs_once_then_runs_one_gemm_on_the_packed_rows():
     parts = [fused[:8], fused[8:]]
     torch.testing.assert_close(torch.ops.fusion_passes.packed_linear(x, parts), x @ fused.t())
     assert kernel.STATS["repacked"] == 1 and parts[0].untyped_storage().data_ptr() == fused.data_ptr()
+
+
+def test_op_never_separates_weights_that_alias_each_other_or_inference_tensors():
+    x = torch.randn(3, 16)
+    w = torch.randn(8, 16)
+    both = [w, w.view_as(w)]  # two inputs, one memory: packing them apart would let one go stale
+    with pytest.warns(UserWarning, match="overlap in memory"):
+        torch.testing.assert_close(torch.ops.fusion_passes.packed_linear(x, both), torch.cat([x @ w.t()] * 2, 1))
+    w.mul_(2)
+    torch.testing.assert_close(torch.ops.fusion_passes.packed_linear(x, both), torch.cat([x @ w.t()] * 2, 1))
+    assert kernel.STATS["repacked"] == 0 and kernel.STATS["unpacked"] == 2
+    with torch.inference_mode():
+        frozen = [torch.randn(8, 16), torch.randn(4, 16)]  # inference tensors refuse set_ outside the mode
+    with pytest.warns(UserWarning, match="could not pack"):
+        out = torch.ops.fusion_passes.packed_linear(x, frozen)
+    torch.testing.assert_close(out, torch.cat([x @ f.t() for f in frozen], 1))
 
 
 @pytest.mark.gpu
