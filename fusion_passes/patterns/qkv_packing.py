@@ -63,7 +63,7 @@ class _Linear:
 def apply(graph: fx.Graph, ctx) -> None:
     order = {n: i for i, n in enumerate(graph.nodes)}
     packed_weights: set[fx.Node] = set()
-    for source, mms in _gemms_by_input(graph).items():
+    for mms in _gemms_by_input(graph).values():
         if len(mms) < 2:
             continue
         group = _packable(mms, packed_weights, ctx)
@@ -324,8 +324,9 @@ def _reaches_output_through_views(node: fx.Node) -> bool:
 
 
 def _erase_if_dead(graph: fx.Graph, *nodes: fx.Node) -> None:
+    """Erase the replaced GEMM and the transposes/reshapes/frozen constants only it used."""
     for node in nodes:
-        if isinstance(node, fx.Node) and node.op == "call_function" and not node.users:
+        if isinstance(node, fx.Node) and node.op in ("call_function", "get_attr") and not node.users:
             graph.erase_node(node)
 
 
