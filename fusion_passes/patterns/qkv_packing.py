@@ -255,7 +255,7 @@ def _rewrite(graph: fx.Graph, group: list[_Linear], ctx) -> None:
             "bias": [lin.bias is not None for lin in group],
             "weights": [lin.weight.name for lin in group],
         },
-        saved_bytes=(len(group) - 1) * _bytes_hint(val(x2)),  # the input is read once, not N times
+        saved_bytes=(len(group) - 1) * graph_utils.tensor_bytes(x2),  # the input is read once, not N times
     )
 
 
@@ -270,17 +270,6 @@ def _frozen_gemm(graph: fx.Graph, x2: fx.Node, group: list[_Linear], fake) -> fx
     weight = graph.get_attr(f"{name}{i}")
     weight.meta["val"] = fake.mode.from_tensor(stacked, static_shapes=True)
     return fake.call(graph, aten.mm.default, x2, fake.call(graph, aten.permute.default, weight, [1, 0]))
-
-
-def _bytes_hint(t: torch.Tensor) -> int:
-    """Bytes of ``t`` at the example sizes. Reads symbolic sizes' hints without ``int()``, which would
-    install a guard that specialises the graph to those sizes (a recompile per shape with dynamic=True)."""
-    numel = 1
-    for s in t.shape:
-        if isinstance(s, torch.SymInt):
-            s = s.node.hint if s.node.has_hint() else 0
-        numel *= int(s)
-    return numel * t.element_size()
 
 
 def _replace_output(graph: fx.Graph, mm: fx.Node, out: fx.Node, fake) -> list[fx.Node]:
