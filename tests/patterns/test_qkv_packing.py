@@ -421,3 +421,23 @@ def test_gpu_llama_reduce_overhead_packs_once_outside_the_graph_pool():
     with torch.no_grad():  # an update after capture lands in the packed buffer the graph reads
         model.layers[0].self_attn.q_proj.weight.mul_(0.5)
         torch.testing.assert_close(fn(*args).clone(), model(*args), atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("rows, device, packs", [(1, "cuda", False), (16, "cuda", False), (17, "cuda", True),
+                                                 (1, "cpu", True)])
+def test_decode_sized_gemms_stay_unpacked_on_cuda(rows, device, packs):
+    """The H200 measured the packed GEMV slower at decode sizes: static M <= 16 on CUDA is left alone."""
+    from types import SimpleNamespace
+
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from fusion_passes.patterns import qkv_packing
+
+    with FakeTensorMode():
+        x = torch.empty(rows, 64, device=device)
+    group = [SimpleNamespace(x2=torch.fx.Graph().placeholder("x"))]
+    group[0].x2.meta["val"] = x
+    reason = qkv_packing._decode_sized(group)
+    assert (reason is None) == packs
+    if not packs:
+        assert "decode-sized" in reason and "rows <= 16" in reason
