@@ -479,6 +479,25 @@ def _check(attn: _Attention) -> None:
             raise _Miss(term.tensor, f"the where/masked_fill condition is {t.dtype}, not bool")
         if t.device != q.device:
             raise _Miss(term.tensor, f"the mask lives on {t.device}, the query on {q.device}")
+    reason = _decode_sized(q)
+    if reason:
+        raise _Miss(attn.output, reason)
+
+
+# On the H200 a decode step (q_len = 1 over a static KV cache) ran slower with SDPA than with what stock Inductor
+# makes of the eager form (llama-1b decode-1024 with CUDA graphs: 2.43 ms vs 1.83 ms;
+# benchmarks/results/e2e_decode_h200_torch2.11.0.json): with a mask, SDPA's memory-efficient kernel needs
+# K/V repeated to all heads, a copy of the whole cache every step. "No regression at decode" wins, so
+# static query lengths up to this bound stay as they are on CUDA.
+DECODE_MAX_QUERY = 16
+
+
+def _decode_sized(q: torch.Tensor) -> str | None:
+    sq = q.shape[-2]
+    if q.device.type == "cuda" and isinstance(sq, int) and sq <= DECODE_MAX_QUERY:
+        return (f"left to Inductor: query length {sq} is decode-sized, and on CUDA SDPA measured slower there than "
+                f"Inductor's own kernels (q_len <= {DECODE_MAX_QUERY})")
+    return None
 
 
 # --------------------------------------------------------------------------------------------- causal masks

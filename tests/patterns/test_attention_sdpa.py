@@ -498,3 +498,19 @@ def test_gpu_bf16_llama(masked):
     else:
         assert m.detail["gqa"] == "enable_gqa (x2)" and m.detail["mask"].startswith("causal")
     torch.testing.assert_close(out, ref, atol=3e-2, rtol=3e-2)
+
+
+@pytest.mark.parametrize("sq, device, left_alone", [(1, "cuda", True), (16, "cuda", True), (17, "cuda", False),
+                                               (1, "cpu", False)])
+def test_decode_sized_attention_is_left_to_inductor_on_cuda(sq, device, left_alone):
+    """The H200 measured SDPA slower than stock Inductor for q_len = 1 decode: q_len <= 16 on CUDA stays."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from fusion_passes.patterns import attention_sdpa
+
+    with FakeTensorMode():
+        q = torch.empty(1, 4, sq, 16, device=device)
+    reason = attention_sdpa._decode_sized(q)
+    assert (reason is not None) == left_alone
+    if left_alone:
+        assert "decode-sized" in reason and "q_len <= 16" in reason
