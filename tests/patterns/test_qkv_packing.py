@@ -407,7 +407,8 @@ def test_op_never_separates_weights_that_alias_each_other_or_inference_tensors()
 
 @pytest.mark.gpu
 def test_gpu_llama_reduce_overhead_packs_once_outside_the_graph_pool():
-    model, args = zoo.build("llama", batch=2, seq=8, dtype=torch.bfloat16, device="cuda")
+    # 32 rows: decode-sized GEMMs (<= 16 rows) are left unpacked on CUDA by design
+    model, args = zoo.build("llama", batch=2, seq=16, dtype=torch.bfloat16, device="cuda")
     bytes_before = weight_bytes(model)
     torch._dynamo.reset()
     fn = torch.compile(model, backend=fusion_passes.backend(patterns=PATTERN, mode="reduce-overhead"))
