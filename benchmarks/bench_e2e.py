@@ -108,7 +108,8 @@ def count_kernels(fn, device: str) -> int | None:
 
 
 def copy_bandwidth_gbs(device: str) -> float | None:
-    """Measured device-to-device copy bandwidth (bytes read + written per second), the decode roofline."""
+    """Measured device-to-device copy bandwidth (bytes read + written per second): the HBM traffic rate the
+    decode roofline divides the weight bytes by."""
     if not device.startswith("cuda"):
         return None
     src = torch.empty(2 * 1024**3, dtype=torch.uint8, device=device)
@@ -149,7 +150,7 @@ def run(args, save) -> list[dict]:
                         traceback.print_exc()
                         rec["error"] = f"{type(e).__name__}: {e}"[:500]
                     if workload.startswith("decode") and bw and rec.get("median_ms"):
-                        rec["roofline_frac"] = round(weight_bytes / (rec["median_ms"] * 1e-3) / (bw * 1e9 / 2), 3)
+                        rec["roofline_frac"] = round(weight_bytes / (rec["median_ms"] * 1e-3) / (bw * 1e9), 3)
                     records.append(rec)
                     save(records)
         del model
