@@ -82,9 +82,9 @@ CASES = {
     qwen2: {"attention_sdpa", "qkv_packing", "residual_norm"},
     gemma: {"attention_sdpa", "qkv_packing", "residual_norm"},
     gpt2: {"attention_sdpa"},
-    bert: {"attention_sdpa", "qkv_packing"},
+    bert: {"attention_sdpa", "qkv_packing", "residual_norm"},
     opt: {"attention_sdpa", "qkv_packing"},
-    t5: {"attention_sdpa"},
+    t5: {"attention_sdpa", "qkv_packing"},
     vit: {"attention_sdpa", "qkv_packing"},
 }
 
