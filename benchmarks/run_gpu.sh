@@ -3,6 +3,7 @@
 #   bash benchmarks/run_gpu.sh tests     # pytest -m gpu + per-kernel benchmark
 #   bash benchmarks/run_gpu.sh decode    # llama-1b decode step, eager vs stock vs ours (+CUDA graphs)
 #   bash benchmarks/run_gpu.sh prefill   # llama-1b prefill 512/2048
+#   bash benchmarks/run_gpu.sh profile   # per-kernel time of one decode step, stock vs ours
 # Results land in $OUT (the device tool brings them back) and are then copied to benchmarks/results/.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -17,9 +18,11 @@ case "${1:-}" in
     python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads decode-1024 \
       --variants eager stock+cudagraphs fusion_passes+cudagraphs --budget-s 420 --out "$OUT/e2e_decode.json" 2>&1 \
       | grep -v Warning | tail -30 ;;
+  profile)
+    python3 benchmarks/profile_decode.py --out "$OUT/profile_decode.json" 2>&1 | grep -v Warning | tail -40 ;;
   prefill)
     python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads prefill-2048 prefill-512 --batches 1 \
       --variants eager stock fusion_passes --budget-s 420 --out "$OUT/e2e_prefill.json" 2>&1 \
       | grep -v Warning | tail -30 ;;
-  *) echo "usage: $0 tests|decode|prefill" >&2; exit 2 ;;
+  *) echo "usage: $0 tests|decode|prefill|profile" >&2; exit 2 ;;
 esac

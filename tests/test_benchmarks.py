@@ -25,3 +25,15 @@ def test_e2e_harness_tiny_cpu(tmp_path):
     for r in recs:
         assert FIELDS <= set(r) and "error" not in r, r
         assert r["median_ms"] > 0 and r["max_err"] < 1e-3
+
+
+def test_decode_profile_tiny_cpu(tmp_path):
+    import profile_decode
+
+    out = tmp_path / "prof.json"
+    assert profile_decode.main(["--tiny", "--device", "cpu", "--variants", "fusion_passes", "--out", str(out)]) == 0
+    (rec,) = json.loads(out.read_text())["records"]
+    assert rec["variant"] == "fusion_passes" and rec["workload"] == "decode-16"
+    shares = [k["share"] for k in rec["kernels"]]
+    assert shares == sorted(shares, reverse=True) and abs(sum(shares) - 1) < 0.01
+    assert any("packed_linear" in k["kernel"] for k in rec["kernels"])  # the packed projections ran
