@@ -65,7 +65,7 @@ def main(argv=None) -> int:
         records.append(dict(model=args.model, variant=name, compile_s=round(med, 3),
                             overhead_pct=round(100 * (med - base) / base, 1)))
     print(tabulate(records, headers="keys"))
-    print("wrote", save_records(records, results_path("compile_overhead", "cpu"), key=("model", "variant")))
+    print("wrote", save_records(records, results_path("compile_overhead", "cpu"), key=("model", "variant"), device="cpu"))
     return 0
 
 

@@ -217,7 +217,8 @@ def main(argv=None) -> int:
     from tabulate import tabulate
 
     path = args.out or results_path("e2e", args.device)
-    records = run(args, lambda recs: save_records(recs, path, key=("model", "attn", "workload", "batch", "variant")))
+    records = run(args, lambda recs: save_records(recs, path, key=("model", "attn", "workload", "batch", "variant"),
+                                                   device=args.device))
     cols = ["model", "attn", "workload", "batch", "variant", "median_ms", "kernels", "peak_mem_gib", "compile_s",
             "max_err", "roofline_frac", "matches", "error"]
     print(tabulate([[r.get(c, "") for c in cols] for r in records], headers=cols))

@@ -183,7 +183,8 @@ def main(argv=None) -> int:
         where = f"{r['variant']} rows={r['rows']} hidden={r['hidden']}"
         print(f"  below 80% of HBM peak: {where}: {r['ours_pct_peak']:.0f}%")
     if not a.no_save:
-        path = save_records(recs, results_path("norm_kernels", device), key=("variant", "rows", "hidden", "dtype"))
+        path = save_records(recs, results_path("norm_kernels", device), key=("variant", "rows", "hidden", "dtype"),
+                            device=device)
         print(f"wrote {path}")
     return 0
 

@@ -51,8 +51,8 @@ def results_path(kind: str, device: str) -> str:
     return os.path.join(RESULTS, f"{kind}_{tag}_torch{torch.__version__.split('+')[0]}.json")
 
 
-def save_records(records: list[dict], path: str, key: tuple[str, ...]) -> str:
-    """Merge ``records`` into the JSON file at ``path`` (same key -> replaced) with the environment."""
+def save_records(records: list[dict], path: str, key: tuple[str, ...], device: str) -> str:
+    """Merge ``records`` into the JSON file at ``path`` (same key -> replaced) with ``device``'s environment."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     old = []
     if os.path.exists(path):
@@ -60,7 +60,6 @@ def save_records(records: list[dict], path: str, key: tuple[str, ...]) -> str:
             old = json.load(f).get("records", [])
     new_keys = {tuple(r.get(k) for k in key) for r in records}
     merged = [r for r in old if tuple(r.get(k) for k in key) not in new_keys] + records
-    device = "cuda" if any(torch.cuda.is_available() for _ in [0]) and "cpu" not in path else "cpu"
     with open(path, "w") as f:
         json.dump({"environment": environment(device), "records": merged}, f, indent=1, default=str)
     return path

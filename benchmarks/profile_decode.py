@@ -81,7 +81,7 @@ def main(argv=None) -> int:
         records.append(dict(model=args.model, attn=args.attn, workload=f"decode-{args.context}", variant=variant,
                             kernels=rows))
     path = save_records(records, args.out or results_path("profile_decode", args.device),
-                        key=("model", "attn", "workload", "variant"))
+                        key=("model", "attn", "workload", "variant"), device=args.device)
     print(f"\n{environment(args.device)}\nwrote {path}")
     return 0
 
