@@ -80,7 +80,8 @@ class GraphRecord:
 
     @property
     def passes_ran(self) -> bool:
-        """False when Inductor served the graph from its cache, so our passes had nothing to do."""
+        """False when none of our passes ran on this graph: Inductor served it from its FX graph cache, or no
+        enabled family hooks in (``patterns=[]``)."""
         return bool(self.stages)
 
     def matches_for(self, pattern: str) -> list[Match]:
