@@ -21,6 +21,7 @@ __all__ = [
     "source_location",
     "first_source",
     "tensor_bytes",
+    "dtype_of",
     "val",
     "snapshot",
     "restore",
@@ -88,6 +89,12 @@ def first_source(nodes: Iterable[fx.Node]) -> str:
 def val(node) -> torch.Tensor | None:
     """The fake tensor (or SymInt/None) a node produces, from ``meta['val']``."""
     return node.meta.get("val") if isinstance(node, fx.Node) else None
+
+
+def dtype_of(node) -> torch.dtype | None:
+    """The dtype of the tensor a node produces, or None when it produces no tensor."""
+    t = val(node)
+    return t.dtype if isinstance(t, torch.Tensor) else None
 
 
 def tensor_bytes(node_or_tensor) -> int:

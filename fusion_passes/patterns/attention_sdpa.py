@@ -43,7 +43,7 @@ import torch
 import torch.fx as fx
 import torch.nn.functional as F
 
-from ..graph_utils import is_op, op_name, tensor_bytes, val
+from ..graph_utils import dtype_of, is_op, op_name, tensor_bytes, val
 
 NAME = "attention_sdpa"
 HOOK = "joint"
@@ -168,11 +168,6 @@ def _const_scalar(x) -> float | None:
 def _is_0d_tensor(x) -> bool:
     t = val(x)
     return isinstance(t, torch.Tensor) and t.dim() == 0
-
-
-def _dtype(node) -> torch.dtype | None:
-    t = val(node)
-    return t.dtype if isinstance(t, torch.Tensor) else None
 
 
 # --------------------------------------------------------------------------------------------- softmax
@@ -350,7 +345,7 @@ def _scores_op(op: fx.Node, prev: fx.Node, attn: _Attention) -> None:
     if _is_identity(op) and op.args[0] is prev:
         return
     if is_op(op, prims.convert_element_type, aten._to_copy):
-        src, dst = _dtype(prev), _dtype(op)
+        src, dst = dtype_of(prev), dtype_of(op)
         if dst != torch.float32 or src not in (torch.float16, torch.bfloat16):  # SDPA's softmax runs in fp32
             raise _Miss(op, f"the scores are cast from {src} to {dst} before the softmax (only an fp32 upcast of "
                             "fp16/bf16 scores matches SDPA)")
@@ -400,7 +395,7 @@ def _mask_fill(op: fx.Node, fill) -> float:
     """The fill of a where/masked_fill mask; only -inf or the most negative finite value of the scores' dtype
     make ``where(c, s, fill)`` equal to ``s + where(c, 0, fill)``."""
     value = _const_scalar(fill)
-    dtype = _dtype(op)
+    dtype = dtype_of(op)
     if value is None or not (value == -math.inf or value <= torch.finfo(dtype).min):
         shown = "a tensor" if value is None else value
         raise _Miss(op, f"masked scores are filled with {shown}; SDPA needs -inf or torch.finfo({dtype}).min")
@@ -468,8 +463,8 @@ def _check(attn: _Attention) -> None:
         raise _Miss(attn.output, f"attention in {q.dtype}: SDPA needs floating point")
     if not (q.device == k.device == v.device):
         raise _Miss(attn.output, f"query/key/value live on different devices ({q.device}, {k.device}, {v.device})")
-    if _dtype(attn.output) != q.dtype:
-        raise _Miss(attn.output, f"the attention output is {_dtype(attn.output)}, not the query dtype {q.dtype}")
+    if dtype_of(attn.output) != q.dtype:
+        raise _Miss(attn.output, f"the attention output is {dtype_of(attn.output)}, not the query dtype {q.dtype}")
     for term in attn.mask:
         t = val(term.tensor)
         if term.kind == "add" and t.dtype != q.dtype:

@@ -50,7 +50,7 @@ import torch.fx as fx
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from .. import graph_utils
-from ..graph_utils import is_op, val
+from ..graph_utils import dtype_of, is_op, val
 from ..kernels import norms
 
 POLICY_ENV = "FUSION_PASSES_RESIDUAL_NORM"
@@ -211,11 +211,6 @@ def _cast(node) -> tuple[fx.Node, torch.dtype] | None:
     return None
 
 
-def _dtype(node) -> torch.dtype | None:
-    v = val(node)
-    return v.dtype if isinstance(v, torch.Tensor) else None
-
-
 def _last_dim_only(dims, ndim: int) -> bool:
     dims = [dims] if isinstance(dims, int) else list(dims or [])
     return len(dims) == 1 and isinstance(dims[0], int) and dims[0] % ndim == ndim - 1
@@ -236,7 +231,7 @@ def _eps_of(add: fx.Node, var: fx.Node, what: str) -> tuple[float, fx.Node | Non
     v = val(eps)
     if isinstance(eps, fx.Node) and isinstance(v, torch.Tensor) and v.dim() == 0 and v.is_floating_point():
         cast = _cast(eps)
-        if cast is not None and len(eps.users) == 1 and _dtype(eps) == torch.float32 and val(cast[0]).dim() == 0:
+        if cast is not None and len(eps.users) == 1 and dtype_of(eps) == torch.float32 and val(cast[0]).dim() == 0:
             return 0.0, cast[0], [eps]
         return 0.0, eps, []
     raise _NoMatch(f"eps ({eps}) is neither a number nor a 0-d float tensor")
@@ -244,10 +239,10 @@ def _eps_of(add: fx.Node, var: fx.Node, what: str) -> tuple[float, fx.Node | Non
 
 def _upcast_source(xf: fx.Node, chain_users: set[fx.Node]) -> tuple[fx.Node, list[fx.Node]]:
     """The tensor a norm normalises: ``xf`` itself (fp32 input) or the source of its fp32 upcast."""
-    if _dtype(xf) != torch.float32:
-        raise _NoMatch(f"the norm is computed in {_dtype(xf)} without an fp32 upcast; the kernel computes in fp32")
+    if dtype_of(xf) != torch.float32:
+        raise _NoMatch(f"the norm is computed in {dtype_of(xf)} without an fp32 upcast; the kernel computes in fp32")
     cast = _cast(xf)
-    if cast is None or _dtype(cast[0]) not in _FLOATS:
+    if cast is None or dtype_of(cast[0]) not in _FLOATS:
         return xf, []
     extra = set(xf.users) - chain_users
     if extra:
@@ -337,8 +332,8 @@ def _match_layer_norm_op(node: fx.Node) -> _Norm:
         raise _NoMatch(f"layer norm over the last {len(shape)} dims; the kernel normalises the last dim only")
     if not _number(eps):
         raise _NoMatch("eps is not a constant")
-    if _dtype(x) not in _FLOATS:
-        raise _NoMatch(f"layer norm of a {_dtype(x)} tensor")
+    if dtype_of(x) not in _FLOATS:
+        raise _NoMatch(f"layer norm of a {dtype_of(x)} tensor")
     if is_op(node, aten.layer_norm):
         interior, y = [], node
     else:
@@ -371,7 +366,7 @@ def _gemma_weight(w1: fx.Node, n) -> tuple[fx.Node, float, list[fx.Node]] | None
         return None
     a, b = w1.args
     wf, offset = (a, b) if _number(b) else (b, a)
-    if not _number(offset) or not _is_vector(wf, n) or _dtype(wf) != torch.float32:
+    if not _number(offset) or not _is_vector(wf, n) or dtype_of(wf) != torch.float32:
         return None
     cast = _cast(wf)
     if cast is not None and len(wf.users) == 1 and _is_vector(cast[0], n):
@@ -386,7 +381,7 @@ def _match_weight_tail(norm: _Norm, allow_bias: bool) -> None:
     The kernel computes in fp32 and rounds to out_dtype once at the end (plus, in the Llama form, to T
     before the weight), so the tail stops before any op that would round a second time.
     """
-    n, t = norm.n, _dtype(norm.x)
+    n, t = norm.n, dtype_of(norm.x)
 
     def advance(node: fx.Node) -> None:
         norm.interior.append(norm.y)
@@ -418,12 +413,12 @@ def _match_weight_tail(norm: _Norm, allow_bias: bool) -> None:
         nxt = _single(norm.y)
     if allow_bias and is_op(nxt, aten.add) and len(nxt.args) == 2 and nxt.kwargs.get("alpha", 1) == 1:
         b = _other_operand(nxt, norm.y)
-        if isinstance(b, fx.Node) and _is_vector(b, n) and _dtype(nxt) == torch.float32:
+        if isinstance(b, fx.Node) and _is_vector(b, n) and dtype_of(nxt) == torch.float32:
             norm.bias = b
             advance(nxt)
             nxt = _single(norm.y)
     cast = _cast(nxt)
-    if cast is not None and _dtype(norm.y) == torch.float32 and cast[1] in _FLOATS:
+    if cast is not None and dtype_of(norm.y) == torch.float32 and cast[1] in _FLOATS:
         advance(nxt)
     if not norm.form:
         norm.form = "layer_norm" if norm.kind == "layer" else "fp32 weight" if norm.weight is not None else "no weight"
