@@ -132,3 +132,53 @@ def restore(graph: fx.Graph, saved: fx.Graph) -> None:
         graph.erase_node(node)
     out = graph.graph_copy(saved, {})
     graph.output(out)
+
+
+def insert_traced(graph: fx.Graph, op, args: list, written: tuple[str, ...]) -> tuple[list, list]:
+    """Insert ``op(*args)`` (args: nodes for tensors, python values for the rest) traced under
+    functionalization: the Triton kernel calls of a ``triton_op`` become ``triton_kernel_wrapper_functional``
+    nodes inlined here, so Inductor sees and emits the kernels themselves. ``written`` names the kernel
+    arguments the kernels store to. Returns (output nodes, inserted nodes)."""
+    from torch._guards import detect_fake_mode
+    from torch._subclasses.functional_tensor import dispatch_functionalize
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    nodes = [a for a in args if isinstance(a, fx.Node)]
+    vals = [val(a) for a in nodes]
+
+    def call(*tensors):
+        it = iter(tensors)
+        out = op(*[next(it) if isinstance(a, fx.Node) else a for a in args])
+        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+    with detect_fake_mode(vals):
+        gm = make_fx(dispatch_functionalize(call), tracing_mode="real")(*vals)
+    gm.graph.eliminate_dead_code()
+    _clone_written_only(gm.graph, written)
+    env, inserted, outs = {}, [], None
+    placeholders = iter(nodes)
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            env[node] = next(placeholders)
+        elif node.op == "output":
+            outs = [env[o] for o in node.args[0]]
+        else:
+            new = graph.node_copy(node, lambda a: env[a])
+            env[node] = new
+            inserted.append(new)
+    return outs, inserted
+
+
+def _clone_written_only(graph: fx.Graph, written: tuple[str, ...]) -> None:
+    """Functionalization clones every tensor Triton's analysis thinks the kernel writes; when that analysis
+    cannot run (no GPU driver, or a Triton it does not understand) it assumes all of them, which would copy
+    the inputs (weights included) on every call. Our kernels store only to their ``written`` arguments, so
+    only those are cloned (and Inductor's reinplacing then drops those clones of fresh ``empty`` buffers)."""
+    for node in graph.nodes:
+        if node.target is not torch.ops.higher_order.triton_kernel_wrapper_functional:
+            continue
+        keep = [k for k in node.kwargs["tensors_to_clone"] if k in written]
+        used = {u.args[1] for u in node.users}
+        if not used <= set(keep):
+            raise RuntimeError(f"the traced kernel returns {sorted(used)}, expected only {written}")
+        node.kwargs = {**node.kwargs, "tensors_to_clone": keep}

@@ -23,10 +23,12 @@ __all__ = ["BUILTIN", "HOOKS", "available_patterns", "get_family", "register_pat
 
 HOOKS = ("joint", "post_grad")
 
-# name -> module. Order is run order: attention is rewritten before packing changes the projections it reads,
-# and norms last because packing does not touch them.
+# name -> module. Order is run order: attention is rewritten before packing changes the projections it reads;
+# decode_gemv takes the decode-sized linears (with their norms) before packing and the norm family see them;
+# norms last because packing does not touch them.
 BUILTIN: dict[str, str] = {
     "attention_sdpa": "fusion_passes.patterns.attention_sdpa",
+    "decode_gemv": "fusion_passes.patterns.decode_gemv",
     "qkv_packing": "fusion_passes.patterns.qkv_packing",
     "residual_norm": "fusion_passes.patterns.residual_norm",
 }

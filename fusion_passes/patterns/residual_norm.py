@@ -166,6 +166,8 @@ def apply(graph: fx.Graph, ctx) -> None:
 
 
 def _match_anchor(node: fx.Node) -> _Norm | None:
+    """The norm anchored at ``node`` (its mean / var_mean / layer_norm), None if not a norm, _NoMatch if it
+    is one that cannot be fused."""
     if is_op(node, aten.mean):
         return _match_rms(node)
     if is_op(node, aten.var_mean):
@@ -174,6 +176,10 @@ def _match_anchor(node: fx.Node) -> _Norm | None:
         return _match_layer_norm_op(node)
     return None
 
+
+# For families that fold a norm into their own kernel (decode_gemv): the same matcher, by public names.
+match_norm = _match_anchor
+NoMatch = _NoMatch
 
 # ------------------------------------------------------------------------------------------ matching
 
@@ -614,7 +620,7 @@ def _rewrite(graph: fx.Graph, norm: _Norm, ctx) -> None:
     last_arg = max((a for a in args if isinstance(a, fx.Node)), key=_position(graph))
     with graph.inserting_before(last_arg.next):
         if val(norm.x).device.type == "cuda":
-            outs, inserted = _insert_traced(graph, op, args)
+            outs, inserted = graph_utils.insert_traced(graph, op, args, written=("H", "Y"))
         else:
             outs, inserted = _insert_op_node(graph, op, args, add, norm.y)
     stack = norm.y.meta.get("stack_trace") or (add.meta.get("stack_trace") if add is not None else None)
@@ -666,51 +672,3 @@ def _insert_op_node(graph, op, args, add, y):
         outs.append(graph.call_function(operator.getitem, (node, i)))
         outs[-1].meta["val"] = node.meta["val"][i]
     return outs, [node, *outs]
-
-
-def _insert_traced(graph, op, args):
-    """Trace the op under functionalization (Triton kernel calls become ``triton_kernel_wrapper_functional``)
-    on the matched nodes' fake values, and inline that graph here, so Inductor sees the kernel itself."""
-    from torch._guards import detect_fake_mode
-    from torch._subclasses.functional_tensor import dispatch_functionalize
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    nodes = [a for a in args if isinstance(a, fx.Node)]
-    vals = [val(a) for a in nodes]
-
-    def call(*tensors):
-        it = iter(tensors)
-        out = op(*[next(it) if isinstance(a, fx.Node) else a for a in args])
-        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
-
-    with detect_fake_mode(vals):
-        gm = make_fx(dispatch_functionalize(call), tracing_mode="real")(*vals)
-    gm.graph.eliminate_dead_code()
-    _clone_outputs_only(gm.graph)
-    env, inserted, outs = {}, [], None
-    placeholders = iter(nodes)
-    for node in gm.graph.nodes:
-        if node.op == "placeholder":
-            env[node] = next(placeholders)
-        elif node.op == "output":
-            outs = [env[o] for o in node.args[0]]
-        else:
-            new = graph.node_copy(node, lambda a: env[a])
-            env[node] = new
-            inserted.append(new)
-    return outs, inserted
-
-
-def _clone_outputs_only(graph: fx.Graph) -> None:
-    """Functionalization clones every tensor Triton's analysis thinks the kernel writes; when that analysis
-    cannot run (no GPU driver, or a Triton it does not understand) it assumes all of them, which would copy
-    x, residual and weight on every call. Our kernel stores only to H and Y, so only those are cloned (and
-    Inductor's reinplacing then drops those clones of fresh ``empty`` buffers)."""
-    for node in graph.nodes:
-        if node.target is not torch.ops.higher_order.triton_kernel_wrapper_functional:
-            continue
-        keep = [k for k in node.kwargs["tensors_to_clone"] if k in ("H", "Y")]
-        used = {u.args[1] for u in node.users}
-        if not used <= set(keep):
-            raise RuntimeError(f"the traced norm kernel returns {sorted(used)}, expected only H/Y")
-        node.kwargs = {**node.kwargs, "tensors_to_clone": keep}

@@ -492,9 +492,9 @@ def test_gpu_bf16_llama(masked):
     code = "\n".join(codes)
     # one bmm may remain: the rotary embedding's inv_freq @ positions; attention's two are gone
     assert "_scaled_dot_product_" in code and code.count("extern_kernels.bmm(") <= 1
-    if masked:  # CUDA flash takes no mask: K/V stay repeated so the memory-efficient kernel can run
+    if masked:  # CUDA flash takes no mask: K/V stay repeated so a masked kernel (cuDNN / efficient) can run
         assert m.detail["gqa"] == "repeated K/V" and m.detail["mask"] == "add"
-        assert "_scaled_dot_product_efficient_attention" in code
+        assert "_scaled_dot_product_flash_attention" not in code
     else:
         assert m.detail["gqa"] == "enable_gqa (x2)" and m.detail["mask"].startswith("causal")
     torch.testing.assert_close(out, ref, atol=3e-2, rtol=3e-2)

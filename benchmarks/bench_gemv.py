@@ -1,0 +1,142 @@
+"""Decode GEMV kernels: ``fusion_passes::decode_gemv`` vs what runs without it, per decoder shape.
+
+    python benchmarks/bench_gemv.py                 # GPU: llama-1b and llama-8b shapes, M = 1 and 8
+    python benchmarks/bench_gemv.py --tiny          # CPU smoke run (torch implementation, no timing value)
+
+For each linear of a Llama decoder layer (and the lm_head) at M rows, side by side:
+- ``cublas``: the GEMMs alone (``x @ W.T`` per weight), no norm / silu / residual;
+- ``inductor``: the unfused computation (norm prologue, GEMMs, silu*mul / residual epilogue) compiled by
+  stock ``torch.compile``;
+- ``ours``: one ``decode_gemv`` launch doing all of it.
+Times are per call, from CUDA graphs of back-to-back calls (launch overhead excluded, as in a CUDA-graph decode
+step). ``hbm_frac`` = weight bytes / time / measured copy bandwidth. JSON goes to
+``benchmarks/results/gemv_<device>_<torch>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import environment, results_path, save_records  # noqa: E402
+
+import fusion_passes.kernels.gemv  # noqa: E402,F401 - registers the op
+
+SHAPES = {
+    # name: (K, widths, mode) with mode "cat" (norm + concatenated outputs), "silu" (norm + gate/up), "res"
+    "llama-1b": [
+        ("qkv", 2048, (2048, 512, 512), "cat"), ("o", 2048, (2048,), "res"), ("gate_up", 2048, (8192, 8192), "silu"),
+        ("down", 8192, (2048,), "res"), ("lm_head", 2048, (128256,), "cat"),
+    ],
+    "llama-8b": [
+        ("qkv", 4096, (4096, 1024, 1024), "cat"), ("o", 4096, (4096,), "res"),
+        ("gate_up", 4096, (14336, 14336), "silu"), ("down", 14336, (4096,), "res"), ("lm_head", 4096, (128256,), "cat"),
+    ],
+    "tiny": [("qkv", 64, (64, 32, 32), "cat"), ("gate_up", 64, (128, 128), "silu"), ("down", 128, (64,), "res")],
+}
+
+
+def unfused(x, ws, nw, res, mode):
+    t = x.dtype
+    xf = x.float()
+    if nw is not None:
+        x = nw * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)).to(t)
+    if mode == "silu":
+        return torch.nn.functional.silu(x @ ws[0].t()) * (x @ ws[1].t())
+    if mode == "res":
+        return res + x @ ws[0].t()
+    return [x @ w.t() for w in ws]
+
+
+def per_call_ms(fn, device: str, calls: int = 50) -> float:
+    if not device.startswith("cuda"):
+        import time
+
+        t0 = time.perf_counter()
+        for _ in range(3):
+            fn()
+        return (time.perf_counter() - t0) / 3 * 1e3
+    for _ in range(3):
+        fn()  # autotune / compile / warm up outside the graph
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(calls):
+            fn()
+    times = []
+    for _ in range(10):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        g.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / calls)
+    return sorted(times)[len(times) // 2]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", nargs="+", default=["llama-1b", "llama-8b"])
+    p.add_argument("--rows", nargs="+", type=int, default=[1, 8])
+    p.add_argument("--tiny", action="store_true")
+    p.add_argument("--out", default=None)
+    args = p.parse_args()
+    device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    models = ["tiny"] if args.tiny else args.models
+    bw = None
+    if device == "cuda":
+        src = torch.empty(2 * 1024**3, dtype=torch.uint8, device=device)
+        dst = torch.empty_like(src)
+        bw = 2 * src.numel() / (per_call_ms(lambda: dst.copy_(src), device, calls=5) * 1e-3) / 1e9
+        del src, dst
+    op = torch.ops.fusion_passes.decode_gemv
+    records = []
+    torch.manual_seed(0)
+    for model in models:
+        for name, k, widths, mode in SHAPES[model]:
+            ws = [torch.randn(n, k, device=device, dtype=dtype) / k**0.5 for n in widths]
+            nw = torch.rand(k, device=device, dtype=dtype) + 0.5 if mode != "res" else None
+            wbytes = sum(w.numel() * w.element_size() for w in ws)
+            for m in args.rows:
+                x = torch.randn(m, k, device=device, dtype=dtype)
+                res = torch.randn(m, widths[0], device=device, dtype=dtype) if mode == "res" else None
+                w3 = ws + [None] * (3 - len(ws))
+
+                def ours():
+                    return op(x, w3[0], w3[1], w3[2], nw, 1e-5, 0.0, True, res, mode == "silu")
+
+                compiled = torch.compile(unfused)
+                variants = {
+                    "cublas": lambda: [x @ w.t() for w in ws],
+                    "inductor": lambda: compiled(x, ws, nw, res, mode),
+                    "ours": ours,
+                }
+                ref = unfused(x.double(), [w.double() for w in ws], nw.double() if nw is not None else None,
+                              res.double() if res is not None else None, mode)
+                ref = torch.cat(ref, 1) if isinstance(ref, list) else ref
+                err = (ours().double() - ref).abs().max().item()
+                for variant, fn in variants.items():
+                    ms = per_call_ms(fn, device)
+                    rec = dict(model=model, linear=name, mode=mode, rows=m, k=k, widths=list(widths), variant=variant,
+                               us=round(ms * 1e3, 2), weight_gb_s=round(wbytes / (ms * 1e-3) / 1e9, 1),
+                               hbm_frac=round(wbytes / (ms * 1e-3) / 1e9 / bw, 3) if bw else None,
+                               max_err_vs_fp64=round(err, 5) if variant == "ours" else None,
+                               copy_gb_s=round(bw, 1) if bw else None)
+                    records.append(rec)
+                    print(f"[gemv] {model} {name} M={m} {variant}: {rec['us']} us  {rec['hbm_frac']}", flush=True)
+    from tabulate import tabulate
+
+    print(tabulate(records, headers="keys"))
+    print(environment(device), "copy bandwidth GB/s:", round(bw, 1) if bw else None)
+    out = args.out or results_path("gemv", device)
+    save_records(records, out, key=("model", "linear", "rows", "variant"), device=device)
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,300 @@
+"""``fusion_passes::decode_gemv``: the small-M (decode) linear with its neighbours folded in, one Triton kernel.
+
+    # unfused (a decode step of a Llama layer; x [M, K] with M <= 16, W_i [N_i, K], every line one kernel)
+    xn  = rms_norm(x) * norm_weight                          -> [M, K]        (norm prologue, optional)
+    y   = cat([xn @ W_0.T, xn @ W_1.T, xn @ W_2.T], 1)       -> [M, sum N_i]  (q/k/v: 1-3 weights, one launch)
+    y   = silu(xn @ W_0.T) * (xn @ W_1.T)                    -> [M, N_0]      (gate/up, silu_mul=True)
+    y   = xn @ W_0.T + residual                              -> [M, N_0]      (o/down proj, residual given)
+    # fused
+    y = torch.ops.fusion_passes.decode_gemv(x, W_0, W_1, W_2, norm_weight, eps, norm_offset, norm_cast,
+                                            residual, silu_mul)
+
+The weights are read in place (separate pointers, no packing, no copy). Every intermediate is rounded to the
+model dtype T where eager rounds it, so the result differs from eager's only by the fp32 summation order:
+
+    xn = ((x * rsqrt(mean(x**2) + eps)) [-> T if norm_cast] * (norm_weight + norm_offset)) -> T
+    g  = (xn @ W_0.T) -> T
+    y  = (silu(g) -> T) * ((xn @ W_1.T) -> T) -> T           silu(g) = g / (1 + exp(-g)), in fp32
+    y  = (g + residual) -> T
+
+Each program owns BLOCK_N output columns of one weight and streams those weight rows once (the decode step is
+bound by reading the weights from HBM); the norm prologue re-reads the M x K input, which stays in L2.
+M = 1 accumulates elementwise and reduces once at the end; 2 <= M <= 16 uses ``tl.dot`` on a 16-row tile.
+Tile sizes are autotuned per shape.
+
+On CUDA the op launches through ``wrap_triton`` (Inductor emits the kernel in its generated code, CUDA graphs
+capture it); elsewhere the same math runs in plain torch; with ``TRITON_INTERPRET=1`` the kernel runs on CPU
+tensors (how it is tested without a GPU).
+"""
+
+from typing import Optional
+
+import torch
+from torch.library import triton_op, wrap_triton
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # a CPU-only torch without triton: the op exists and runs its torch implementation
+    triton = None
+
+__all__ = ["decode_gemv", "reference", "MAX_ROWS", "HAS_TRITON", "INTERPRETED"]
+
+HAS_TRITON = triton is not None
+MAX_ROWS = 16  # the kernel's largest M: one 16-row tile (decode of up to 16 sequences)
+
+
+if triton is not None:
+
+    def _configs(dot: bool) -> list:
+        # (BLOCK_N, BLOCK_K, warps, stages). Few rows of W per program and long K tiles keep many loads in
+        # flight per SM; the autotuner picks per (K, N) shape. The 16-row tl.dot tile needs BLOCK_N >= 16
+        # and would spill registers with K tiles over 256.
+        shapes = [
+            (4, 1024, 4, 2), (8, 512, 4, 3), (8, 1024, 8, 2), (16, 256, 4, 3), (16, 512, 4, 2),
+            (16, 512, 8, 3), (32, 256, 4, 3), (32, 256, 8, 2), (32, 512, 8, 2), (64, 128, 4, 3),
+            (64, 256, 8, 2),
+        ]  # fmt: skip
+        if dot:
+            shapes = [c for c in shapes if c[0] >= 16 and c[1] <= 256] + [(16, 128, 4, 4), (32, 128, 4, 4)]
+        return [triton.Config({"BLOCK_N": n, "BLOCK_K": k}, num_warps=w, num_stages=s) for n, k, w, s in shapes]
+
+    @triton.jit
+    def _gemv_kernel(
+        X,  # [M, K] input, dtype T, row stride stride_x
+        NW,  # [K] norm weight (None unless HAS_NORM)
+        W0,  # [N0, K] contiguous
+        W1,  # [N1, K] (second concatenated weight, or the up projection when SILU_MUL; else W0)
+        W2,  # [N2, K] (third concatenated weight; else W0)
+        R,  # [M, N0] residual (None unless HAS_RES)
+        Y,  # [M, N_out] output, row stride stride_y
+        M,
+        K,
+        N0,
+        N1,
+        N2,
+        stride_x,
+        stride_r,
+        stride_y,
+        eps,
+        norm_offset,
+        CONCAT_W: tl.constexpr,  # 1-3 weights whose outputs are concatenated (1 with SILU_MUL / HAS_RES)
+        HAS_NORM: tl.constexpr,
+        NORM_CAST: tl.constexpr,
+        NORM_OFFSET: tl.constexpr,
+        SILU_MUL: tl.constexpr,
+        HAS_RES: tl.constexpr,
+        BLOCK_M: tl.constexpr,
+        BLOCK_N: tl.constexpr,
+        BLOCK_K: tl.constexpr,
+    ):
+        T = X.dtype.element_ty
+        pid = tl.program_id(0)
+        # which weight this program's columns come from (the grid covers cdiv(N0)+cdiv(N1)+cdiv(N2) blocks)
+        w_ptr = W0
+        blk = pid
+        n_lim = N0 + pid * 0
+        col0 = pid * 0
+        if CONCAT_W >= 2:
+            nb0 = tl.cdiv(N0, BLOCK_N)
+            if pid >= nb0:
+                w_ptr = W1
+                blk = pid - nb0
+                n_lim = N1 + pid * 0
+                col0 = N0 + pid * 0
+            if CONCAT_W == 3:
+                nb01 = nb0 + tl.cdiv(N1, BLOCK_N)
+                if pid >= nb01:
+                    w_ptr = W2
+                    blk = pid - nb01
+                    n_lim = N2 + pid * 0
+                    col0 = N0 + N1 + pid * 0
+
+        rm = tl.arange(0, BLOCK_M)
+        m_ok = rm < M
+        rn = blk * BLOCK_N + tl.arange(0, BLOCK_N)
+        n_ok = rn < n_lim
+        w_rows = w_ptr + rn.to(tl.int64)[:, None] * K
+
+        if HAS_NORM:  # per-row 1/rms over the whole row (the row is small and L2-resident)
+            ss = tl.zeros([BLOCK_M], dtype=tl.float32)
+            for k0 in range(0, K, BLOCK_K):
+                rk = k0 + tl.arange(0, BLOCK_K)
+                xk = tl.load(X + rm[:, None] * stride_x + rk[None, :], mask=m_ok[:, None] & (rk[None, :] < K), other=0.0)
+                xk = xk.to(tl.float32)
+                ss += tl.sum(xk * xk, axis=1)
+            rstd = tl.rsqrt(ss / K + eps)
+
+        if BLOCK_M == 1:
+            acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
+            if SILU_MUL:
+                acc_u = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
+        else:
+            acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+            if SILU_MUL:
+                acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+
+        for k0 in range(0, K, BLOCK_K):
+            rk = k0 + tl.arange(0, BLOCK_K)
+            k_ok = rk < K
+            x = tl.load(X + rm[:, None] * stride_x + rk[None, :], mask=m_ok[:, None] & k_ok[None, :], other=0.0)
+            if HAS_NORM:
+                xf = x.to(tl.float32) * rstd[:, None]
+                if NORM_CAST:
+                    xf = xf.to(T).to(tl.float32)
+                nw = tl.load(NW + rk, mask=k_ok, other=0.0).to(tl.float32)
+                if NORM_OFFSET:
+                    nw = nw + norm_offset
+                x = (xf * nw[None, :]).to(T)
+            w_mask = n_ok[:, None] & k_ok[None, :]
+            w = tl.load(w_rows + rk[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
+            if SILU_MUL:
+                u = tl.load(W1 + rn.to(tl.int64)[:, None] * K + rk[None, :], mask=w_mask, other=0.0,
+                            eviction_policy="evict_first")
+            if BLOCK_M == 1:
+                xr = x.to(tl.float32)  # [1, BLOCK_K] broadcasts over the BLOCK_N weight rows
+                acc += w.to(tl.float32) * xr
+                if SILU_MUL:
+                    acc_u += u.to(tl.float32) * xr
+            else:
+                acc = tl.dot(x, tl.trans(w), acc)
+                if SILU_MUL:
+                    acc_u = tl.dot(x, tl.trans(u), acc_u)
+
+        if BLOCK_M == 1:
+            y = tl.sum(acc, axis=1)[None, :]
+            if SILU_MUL:
+                y_u = tl.sum(acc_u, axis=1)[None, :]
+        else:
+            y = acc
+            if SILU_MUL:
+                y_u = acc_u
+        y = y.to(T)  # the GEMM's output dtype, as eager rounds it
+        out_mask = m_ok[:, None] & n_ok[None, :]
+        if SILU_MUL:
+            g = y.to(tl.float32)
+            s = (g / (1.0 + tl.exp(-g))).to(T)
+            y = (s.to(tl.float32) * y_u.to(T).to(tl.float32)).to(T)
+        if HAS_RES:
+            r = tl.load(R + rm[:, None] * stride_r + rn[None, :], mask=out_mask, other=0.0)
+            y = (y.to(tl.float32) + r.to(tl.float32)).to(T)
+        tl.store(Y + rm[:, None] * stride_y + (col0 + rn)[None, :], y, mask=out_mask)
+
+
+    # One autotuner per M tile (configs differ); both run the same kernel. Not prune_configs_by: Inductor's
+    # support for user-defined autotuned kernels does not cover every pruning hook.
+    _KEY = ["K", "N0", "N1", "N2", "CONCAT_W", "HAS_NORM", "SILU_MUL", "HAS_RES"]
+    _gemv_m1 = triton.autotune(configs=_configs(dot=False), key=_KEY)(_gemv_kernel)
+    _gemv_m16 = triton.autotune(configs=_configs(dot=True), key=_KEY)(_gemv_kernel)
+
+
+def _is_interpreted() -> bool:
+    if triton is None:
+        return False
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(_gemv_kernel, InterpretedFunction)
+
+
+INTERPRETED = _is_interpreted()
+
+
+def _block_m(m: int) -> int:
+    return 1 if m == 1 else 16
+
+
+def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y) -> None:
+    m, k = x.shape
+    concat = 1 if (silu_mul or residual is not None) else 1 + (w1 is not None) + (w2 is not None)
+    n0 = w0.shape[0]
+    n1 = w1.shape[0] if w1 is not None else 0
+    n2 = w2.shape[0] if w2 is not None else 0
+    widths = (n0, n1, n2)[:concat]
+
+    def grid(meta):
+        return (sum(triton.cdiv(n, meta["BLOCK_N"]) for n in widths),)
+
+    meta = dict(
+        CONCAT_W=concat,
+        HAS_NORM=norm_weight is not None,
+        NORM_CAST=norm_cast,
+        NORM_OFFSET=norm_offset != 0.0,
+        SILU_MUL=silu_mul,
+        HAS_RES=residual is not None,
+        BLOCK_M=_block_m(int(m)),
+    )
+    args = (
+        x, norm_weight, w0, w1 if w1 is not None else w0, w2 if w2 is not None else w0, residual, y,
+        m, k, n0, n1, n2,
+        x.stride(0), residual.stride(0) if residual is not None else 0, y.stride(0),
+        eps, norm_offset,
+    )  # fmt: skip
+    if INTERPRETED and x.device.type != "cuda":
+        # the autotuner would benchmark every config in the (slow) interpreter: run one config directly
+        one = dict(BLOCK_N=16, BLOCK_K=64)
+        _gemv_kernel[(sum(triton.cdiv(n, one["BLOCK_N"]) for n in widths),)](*args, **meta, **one, num_warps=4)
+    else:
+        wrap_triton(_gemv_m1 if meta["BLOCK_M"] == 1 else _gemv_m16)[grid](*args, **meta)
+
+
+def _use_triton(x: torch.Tensor) -> bool:
+    if not HAS_TRITON:
+        return False
+    return x.device.type == "cuda" or (INTERPRETED and type(x) is torch.Tensor)
+
+
+def _out_width(w0, w1, w2, residual, silu_mul) -> int:
+    if silu_mul or residual is not None:
+        return w0.shape[0]
+    return sum(w.shape[0] for w in (w0, w1, w2) if w is not None)
+
+
+def reference(x, w0, w1=None, w2=None, norm_weight=None, eps=1e-6, norm_offset=0.0, norm_cast=True,
+              residual=None, silu_mul=False) -> torch.Tensor:
+    """The op's math in plain torch, rounding where eager rounds (the CPU implementation and the tests' oracle)."""
+    t = x.dtype
+    if norm_weight is not None:
+        xf = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)
+        if norm_cast:
+            xf = xf.to(t).float()
+        x = (xf * (norm_weight.float() + norm_offset)).to(t)
+    if silu_mul:
+        g = (x @ w0.t()).float()
+        return ((g / (1.0 + torch.exp(-g))).to(t) * (x @ w1.t())).contiguous()
+    if residual is not None:
+        return x @ w0.t() + residual
+    return torch.cat([x @ w.t() for w in (w0, w1, w2) if w is not None], dim=1)
+
+
+_define_op = triton_op if HAS_TRITON else torch.library.custom_op
+
+
+@_define_op("fusion_passes::decode_gemv", mutates_args=())
+def decode_gemv(
+    x: torch.Tensor,
+    w0: torch.Tensor,
+    w1: Optional[torch.Tensor],
+    w2: Optional[torch.Tensor],
+    norm_weight: Optional[torch.Tensor],
+    eps: float,
+    norm_offset: float,
+    norm_cast: bool,
+    residual: Optional[torch.Tensor],
+    silu_mul: bool,
+) -> torch.Tensor:
+    """x [M, K] (M <= 16), W_i [N_i, K] -> [M, sum N_i], or [M, N_0] with silu_mul / residual (see module doc)."""
+    if not _use_triton(x):
+        return reference(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul)
+    x, w0, w1, w2, norm_weight, residual = (
+        t.contiguous() if t is not None else None for t in (x, w0, w1, w2, norm_weight, residual)
+    )  # no-ops for what the pass inserts: activations and parameters are contiguous
+    y = torch.empty((x.shape[0], _out_width(w0, w1, w2, residual, silu_mul)), dtype=x.dtype, device=x.device)
+    _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y)
+    return y
+
+
+@decode_gemv.register_fake
+def _(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul):
+    return x.new_empty((x.shape[0], _out_width(w0, w1, w2, residual, silu_mul)))

@@ -1,0 +1,335 @@
+"""decode_gemv: a decode step's linears with their neighbours folded in -> one GEMV kernel each.
+
+    # before (post-grad ATen of a Llama layer at decode; x, h [B, S, D] with B*S = M <= 16, bf16)
+    xn  = rms_norm(h) * w_in                               # 7 pointwise/reduction ops -> [M, D]
+    q, k, v = mm(xn, Wq.T), mm(xn, Wk.T), mm(xn, Wv.T)
+    h   = h + mm(attn, Wo.T)                               # o-proj, then the residual add
+    xn  = rms_norm(h) * w_post
+    a   = silu(mm(xn, Wg.T)) * mm(xn, Wu.T)                # gate/up, silu decomposed into 5 ops
+    h   = h + mm(a, Wd.T)                                  # down-proj + residual
+    # after: four kernels, each reading its weights once
+    qkv = decode_gemv(h, Wq, Wk, Wv, norm_weight=w_in)     -> [M, Nq + Nk + Nv]; q, k, v are column slices
+    h   = decode_gemv(attn, Wo, residual=h)
+    a   = decode_gemv(h, Wg, Wu, norm_weight=w_post, silu_mul=True)
+    h   = decode_gemv(a, Wd, residual=h)
+
+Also the final norm + lm_head (one weight). Matched forms: an RMSNorm with a weight (the HF Llama form
+``w * n.to(T)`` or Gemma's ``(n * (1 + w.float())).to(T)``, as ``residual_norm`` matches it) whose output feeds
+only 1-3 linears; ``silu(g) * u`` as ``aten.silu``, ``g * sigmoid(g)`` or Inductor's ``g / (1 + exp(-g))``, with
+or without the fp32 round trip; ``add`` of a linear's output and a same-shape, same-dtype tensor.
+
+Fires only when: the row count M is static and <= 16 (``kernels.gemv.MAX_ROWS``); the graph is on CUDA
+(policy ``auto``; ``FUSION_PASSES_DECODE_GEMV=always`` also fires on other devices, where the op runs as torch,
+for tests); weights are distinct 2-D contiguous graph inputs of the activation's dtype (no freezing
+constants, not mutated), K static; every intermediate it absorbs (normalised input, GEMM outputs, silu) has
+no other user; biases only where outputs are concatenated (added back in the graph); autograd is off.
+Above 16 rows the linears are left to cuBLAS and ``qkv_packing``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.fx as fx
+
+from .. import graph_utils, linears
+from ..graph_utils import dtype_of, is_op, val
+from ..kernels import gemv
+from . import residual_norm
+
+NAME = "decode_gemv"
+HOOK = "post_grad"
+DESCRIPTION = "decode-sized linears (M <= 16) + RMSNorm prologue / SiLU*mul / residual epilogue -> one GEMV kernel"
+DEPENDS = (gemv, linears, residual_norm)
+
+POLICY_ENV = "FUSION_PASSES_DECODE_GEMV"
+POLICIES = ("auto", "always")
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+_FLOATS = (torch.float32, torch.float16, torch.bfloat16)
+_RESHAPES = (aten.reshape, aten.view, aten._unsafe_view)
+# residual_norm's forms the kernel computes: w * n.to(T), (n * (1 + w.float())).to(T), (n * w.float()).to(T)
+_NORM_FORMS = ("llama", "gemma", "fp32 weight")
+_OP = torch.ops.fusion_passes.decode_gemv.default
+
+
+def policy() -> str:
+    value = os.environ.get(POLICY_ENV, "auto")
+    if value not in POLICIES:
+        raise ValueError(f"{POLICY_ENV}={value!r}; use one of {', '.join(POLICIES)}")
+    return value
+
+
+def cache_key() -> str:
+    return policy()
+
+
+class _NoMatch(Exception):
+    """The message is the near-miss reason."""
+
+
+def apply(graph: fx.Graph, ctx) -> None:
+    """Residual epilogues first (their adds become the ``h`` the next norm reads), then norm prologues."""
+    for mm in [n for n in graph.nodes if is_op(n, aten.mm)]:
+        if mm.graph is graph:
+            _try(ctx, mm, lambda: _fuse_residual(graph, mm, ctx))
+    for mean in [n for n in graph.nodes if is_op(n, aten.mean)]:
+        if mean.graph is graph:
+            _try(ctx, mean, lambda: _fuse_norm(graph, mean, ctx))
+
+
+def _try(ctx, node: fx.Node, rewrite) -> None:
+    try:
+        rewrite()
+    except _NoMatch as e:
+        if str(e):
+            ctx.near_miss(node, str(e))
+
+
+def _in_scope(x2: fx.Node, mm: fx.Node, ctx) -> bool:
+    """Whether ``mm`` (reading x2 [M, K]) is a decode-sized GEMM on a device this policy covers, autograd off."""
+    x = val(x2)
+    if not isinstance(x, torch.Tensor) or not isinstance(x.shape[0], int) or x.shape[0] > gemv.MAX_ROWS:
+        return False
+    if x.device.type != "cuda" and policy() != "always":
+        return False
+    if ctx.grad_enabled:
+        ctx.near_miss(mm, "autograd is on and the GEMV kernel has no backward: left to cuBLAS")
+        return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------ matching
+
+
+def _linear(mm: fx.Node, x2: fx.Node | None = None) -> linears.Linear:
+    """``mm`` as a linear this kernel can run, or _NoMatch with the reason."""
+    lin = linears.as_linear(mm)
+    if isinstance(lin, str):
+        raise _NoMatch(f"decode-sized linear not fused: {lin}")
+    w, x = val(lin.weight), val(lin.x2)
+    if lin.constant is not None:
+        raise _NoMatch("decode-sized linear not fused: its weight is a frozen constant (the kernel reads parameters)")
+    if w.dtype != x.dtype or w.dtype not in _FLOATS or w.device != x.device:
+        raise _NoMatch(f"decode-sized linear not fused: weight {w.dtype} on {w.device}, input {x.dtype} on {x.device}")
+    if not isinstance(lin.k, int):
+        raise _NoMatch("decode-sized linear not fused: K is symbolic")
+    return lin
+
+
+def _single_user(node: fx.Node) -> fx.Node | None:
+    users = list(node.users)
+    return users[0] if len(users) == 1 else None
+
+
+def _through_reshape(node: fx.Node) -> fx.Node:
+    """The single reshape user of ``node`` (a GEMM's [M, N] back to [B, S, N]), or ``node`` itself."""
+    user = _single_user(node)
+    return user if user is not None and is_op(user, *_RESHAPES) else node
+
+
+def _same_shape(a: fx.Node, b: fx.Node) -> bool:
+    va, vb = val(a), val(b)
+    return isinstance(va, torch.Tensor) and isinstance(vb, torch.Tensor) and tuple(va.shape) == tuple(vb.shape)
+
+
+# ------------------------------------------------------------------------------------------ residual epilogue
+
+
+def _fuse_residual(graph: fx.Graph, mm: fx.Node, ctx) -> None:
+    """``add(residual, reshape(mm(x2, W.T)))`` -> ``reshape(decode_gemv(x2, W, residual=residual))``."""
+    out = _through_reshape(mm)
+    add = _single_user(out)
+    if not _in_scope(mm.args[0], mm, ctx):
+        raise _NoMatch("")
+    if add is None or not is_op(add, aten.add) or len(add.args) != 2 or add.kwargs.get("alpha", 1) != 1:
+        raise _NoMatch("")  # not a residual linear: nothing to report
+    residual = add.args[1] if add.args[0] is out else add.args[0]
+    if not isinstance(residual, fx.Node) or not _same_shape(residual, add) or not _same_shape(out, add):
+        raise _NoMatch("residual add not fused into the GEMV: the add broadcasts")
+    if dtype_of(residual) != dtype_of(mm) or dtype_of(add) != dtype_of(mm):
+        raise _NoMatch(f"residual add not fused into the GEMV: it mixes {dtype_of(residual)} and {dtype_of(mm)}")
+    lin = _linear(mm)
+    m, n = val(mm).shape
+    fake = linears.FakeEval(val(add))
+    with graph.inserting_before(add):
+        res2 = fake.call(graph, aten.reshape.default, residual, [m, n])
+        outs, inserted = _insert_op(graph, [lin.x2, lin.weight, None, None, None, 0.0, 0.0, False, res2, False], fake)
+        y = fake.call(graph, aten.reshape.default, outs[0], list(val(add).shape))
+    _copy_stack(add, [res2, *inserted, y])
+    ctx.matched([mm, add], inserted, anchor=add,
+                detail={"epilogue": "residual add", "shape": [m, lin.k, n], "weight": lin.weight.name},
+                saved_bytes=2 * graph_utils.tensor_bytes(add))  # the GEMM output is neither written nor re-read
+    add.replace_all_uses_with(y)
+    _erase_dead(graph, [add, out, mm, *mm.args])
+
+
+# ------------------------------------------------------------------------------------------ norm prologue
+
+
+def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx) -> None:
+    """RMSNorm whose output only feeds 1-3 decode-sized linears -> one ``decode_gemv`` with the norm inside."""
+    try:
+        norm = residual_norm.match_norm(mean)
+    except residual_norm.NoMatch:
+        raise _NoMatch("") from None  # residual_norm reports why this is not a clean norm
+    if norm is None or norm.kind != "rms":
+        raise _NoMatch("")
+    mms = _linears_reading(norm.y)
+    if mms is None or not _in_scope(next(iter(norm.y.users)), mms[0], ctx):
+        raise _NoMatch("")
+    if norm.weight is None or norm.bias is not None or norm.eps_tensor is not None or norm.form not in _NORM_FORMS:
+        raise _NoMatch(f"RMSNorm ({norm.form}) before decode linears not folded into the GEMV: the kernel takes "
+                       "a weighted form (Llama, Gemma, fp32 weight) with a constant eps")
+    if dtype_of(norm.y) != dtype_of(norm.x):
+        raise _NoMatch("RMSNorm before decode linears not folded: its output dtype differs from its input's")
+    lins = [_linear(mm) for mm in mms]
+    if len({lin.weight for lin in lins}) != len(lins):
+        raise _NoMatch("decode linears share a weight; not folded")
+    silu = _silu_mul(lins) if len(lins) == 2 else None
+    if silu is None and len(lins) > 3:
+        raise _NoMatch(f"{len(lins)} linears read the normalised input; the GEMV kernel concatenates at most 3")
+    if silu is not None:
+        lins = silu[1]
+        if any(lin.bias is not None for lin in lins):
+            silu = None
+    m, k = val(lins[0].x2).shape
+    fake = linears.FakeEval(val(norm.x))
+    tail = [norm.weight, norm.eps, norm.weight_offset, norm.cast_before_weight, None, silu is not None]
+    with graph.inserting_after(norm.y):
+        x2 = fake.call(graph, aten.reshape.default, norm.x, [m, k])
+    with graph.inserting_after(x2):
+        outs, inserted = _insert_op(graph, [x2, *[lin.weight for lin in lins], *[None] * (3 - len(lins)), *tail], fake)
+    replaced = [*norm.interior, norm.y, *(lin.mm for lin in lins)]
+    detail = {"prologue": f"rms_norm ({norm.form})", "shape": [m, k, [lin.width for lin in lins]],
+              "weights": [lin.weight.name for lin in lins]}
+    last = inserted[-1]
+    if silu is not None:
+        final, _, chain = silu
+        with graph.inserting_after(last):
+            y = fake.call(graph, aten.reshape.default, outs[0], list(val(final).shape))
+        ctx.matched([*replaced, *chain, final], inserted, anchor=final, detail={**detail, "epilogue": "silu * mul"},
+                    saved_bytes=sum(graph_utils.tensor_bytes(n) for n in norm.interior))
+        final.replace_all_uses_with(y)
+        dead = [final, *chain]
+        inserted.append(y)
+    else:
+        ctx.matched(replaced, inserted, anchor=lins[0].mm, detail={**detail, "epilogue": "concatenated outputs"},
+                    saved_bytes=sum(graph_utils.tensor_bytes(n) for n in norm.interior))
+        start, dead = 0, []
+        for lin in lins:
+            with graph.inserting_after(last):
+                piece = fake.call(graph, aten.slice.Tensor, outs[0], 1, start, start + lin.width)
+            inserted.append(piece)
+            last = piece
+            if lin.bias is not None:
+                with graph.inserting_after(piece):
+                    piece = fake.call(graph, aten.add.Tensor, piece, lin.bias)
+                inserted.append(piece)
+                last = piece
+            start += lin.width
+            linears.replace_output(graph, lin.mm, piece, fake)
+    _copy_stack(lins[0].mm, [x2, *inserted])
+    _erase_dead(graph, [*dead, *(lin.mm for lin in lins), *(a for lin in lins for a in lin.mm.args), norm.y,
+                        *norm.interior])
+    from torch._inductor.pattern_matcher import stable_topological_sort
+
+    stable_topological_sort(graph)
+
+
+def _linears_reading(y: fx.Node) -> list[fx.Node] | None:
+    """The mm/addmm nodes that read ``y`` through a reshape to [M, K], when those are all of y's uses."""
+    mms = []
+    for user in y.users:
+        if not is_op(user, *_RESHAPES) or val(user).dim() != 2:
+            return None
+        for mm in user.users:
+            if not (is_op(mm, aten.mm) and mm.args[0] is user) and not (is_op(mm, aten.addmm) and mm.args[1] is user):
+                return None
+            mms.append(mm)
+    return mms or None
+
+
+def _silu_mul(lins: list[linears.Linear]):
+    """(final mul, [gate, up], chain nodes) when the two linears' outputs are only used as ``silu(g) * u``."""
+    for gate, up in (lins, lins[::-1]):
+        g, u = _through_reshape(gate.mm), _through_reshape(up.mm)
+        silu = _silu_chain(g)
+        if silu is None:
+            continue
+        s, chain = silu
+        mul = _single_user(s)
+        if mul is None or not is_op(mul, aten.mul) or len(mul.args) != 2 or set(mul.args) != {s, u}:
+            continue
+        if _single_user(u) is not mul or not _same_shape(s, u) or not _same_shape(mul, u):
+            continue
+        if dtype_of(mul) != dtype_of(gate.mm):
+            continue
+        return mul, [gate, up], [*([g] if g is not gate.mm else []), *([u] if u is not up.mm else []), *chain]
+    return None
+
+
+def _silu_chain(g: fx.Node) -> tuple[fx.Node, list[fx.Node]] | None:
+    """(silu output in g's dtype, interior nodes) for ``silu(g)`` in one of its post-grad forms."""
+    user = _single_user(g)
+    if user is not None and is_op(user, aten.silu):
+        return user, [user]
+    a, chain = g, []
+    if user is not None and is_op(user, prims.convert_element_type) and user.args[1] == torch.float32:
+        a, chain = user, [user]  # bf16/fp16: computed in fp32, rounded back
+    users = set(a.users)
+    if len(users) != 2:
+        return None
+    out = None
+    for node in users:
+        if is_op(node, aten.neg) and node.args[0] is a:  # a / (1 + exp(-a))
+            exp = _single_user(node)
+            add = _single_user(exp) if exp is not None and is_op(exp, aten.exp) else None
+            div = _single_user(add) if add is not None and is_op(add, aten.add) and 1 in add.args else None
+            if div is not None and is_op(div, aten.div) and div.args[0] is a and div.args[1] is add and users == {node, div}:
+                out, chain = div, [*chain, node, exp, add, div]
+        elif is_op(node, aten.sigmoid) and node.args[0] is a:  # a * sigmoid(a)
+            mul = _single_user(node)
+            if mul is not None and is_op(mul, aten.mul) and set(mul.args) == {a, node} and users == {node, mul}:
+                out, chain = mul, [*chain, node, mul]
+    if out is None:
+        return None
+    if dtype_of(out) != dtype_of(g):
+        back = _single_user(out)
+        if back is None or not is_op(back, prims.convert_element_type) or back.args[1] != dtype_of(g):
+            return None
+        out, chain = back, [*chain, back]
+    return out, chain
+
+
+# ------------------------------------------------------------------------------------------ rewriting
+
+
+def _insert_op(graph: fx.Graph, args: list, fake: linears.FakeEval) -> tuple[list[fx.Node], list[fx.Node]]:
+    """The op on the nodes' values: traced (Inductor emits the Triton kernel) on CUDA, one node elsewhere."""
+    if val(args[0]).device.type == "cuda":
+        return graph_utils.insert_traced(graph, _OP, args, written=("Y",))
+    node = fake.call(graph, _OP, *args)
+    return [node], [node]
+
+
+def _copy_stack(source: fx.Node, nodes: list[fx.Node]) -> None:
+    stack = source.meta.get("stack_trace")
+    for node in nodes:
+        if stack and not node.meta.get("stack_trace"):
+            node.meta["stack_trace"] = stack
+
+
+def _erase_dead(graph: fx.Graph, nodes) -> None:
+    """Erase those of ``nodes`` that nothing uses any more (replaced ops, their transposes and reshapes), in
+    whatever order they come."""
+    pending = {n for n in nodes if isinstance(n, fx.Node) and n.op == "call_function"}
+    while True:
+        dead = [n for n in pending if n.graph is graph and not n.users]
+        if not dead:
+            return
+        for node in dead:
+            graph.erase_node(node)
+            pending.discard(node)

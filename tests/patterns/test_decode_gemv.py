@@ -1,0 +1,273 @@
+"""decode_gemv: decode-sized linears with RMSNorm prologue / SiLU*mul / residual epilogue -> one GEMV each.
+
+On CPU the family fires only with FUSION_PASSES_DECODE_GEMV=always (the op then runs as torch), which is how the
+rewrite itself is tested here: parity with eager, ops before/after (all mm gone, 4 decode_gemv per layer + the
+lm_head), and the cases that must not fire. The Triton kernel is tested in tests/kernels/test_gemv_kernel.py;
+the GPU tests at the bottom run the real kernel inside compiled HF Llama decode steps, with CUDA graphs.
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import fusion_passes
+from fusion_passes import zoo
+from fusion_passes.patterns import decode_gemv
+from tests.conftest import compile_with_records
+
+PATTERN = ["decode_gemv"]
+
+
+@pytest.fixture
+def always(monkeypatch):
+    monkeypatch.setenv(decode_gemv.POLICY_ENV, "always")
+
+
+def matches(recs):
+    return [m for r in recs for m in r.matches_for("decode_gemv")]
+
+
+def ops_of(recs, when):
+    counts = {}
+    for r in recs:
+        for s in r.stages:
+            if s.hook == "post_grad":
+                for k, v in getattr(s, f"ops_{when}").items():
+                    counts[k] = counts.get(k, 0) + v
+    return counts
+
+
+def zoo_decode(dtype, batch=1, layers=2):
+    """Zoo Llama with a prefilled static cache; returns (model, step) with step(model) -> logits of one token."""
+    cfg = zoo.LlamaConfig(num_hidden_layers=layers)
+    torch.manual_seed(0)
+    model = zoo.LlamaForCausalLM(cfg).to(dtype).eval()
+    ids = torch.randint(0, cfg.vocab_size, (batch, 8))
+    tok = torch.randint(0, cfg.vocab_size, (batch, 1))
+
+    def step(m):
+        cache = zoo.StaticKVCache(cfg, batch=batch, max_len=16, dtype=dtype)
+        with torch.no_grad():
+            model(ids, cache=cache, cache_position=torch.arange(8))
+        return lambda: m(tok, cache=cache, cache_position=torch.tensor([8]))
+
+    return model, step
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("batch", [1, 4])
+def test_llama_decode_step_parity_and_ops(always, dtype, batch):
+    model, step = zoo_decode(dtype, batch)
+    layers = model.config.num_hidden_layers
+    with torch.no_grad():
+        expected = step(model)()
+        out, recs = compile_with_records(step(model), patterns=PATTERN)
+    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(out, expected, rtol=tol, atol=tol)
+    ms = matches(recs)
+    kinds = sorted(m.detail.get("epilogue") for m in ms)
+    assert kinds.count("residual add") == 2 * layers  # o_proj and down_proj
+    assert kinds.count("silu * mul") == layers  # gate/up
+    assert kinds.count("concatenated outputs") == layers + 1  # q/k/v and the lm_head
+    before, after = ops_of(recs, "before"), ops_of(recs, "after")
+    assert before["aten.mm"] == 7 * layers + 1 and after.get("aten.mm", 0) == 0
+    assert after["fusion_passes.decode_gemv"] == 4 * layers + 1
+    assert before["aten.rsqrt"] == 2 * layers + 1 and after.get("aten.rsqrt", 0) == 0  # norms folded in
+    qkv = [m for m in ms if m.detail.get("epilogue") == "concatenated outputs" and len(m.detail["weights"]) == 3]
+    assert len(qkv) == layers
+    assert qkv[0].detail["prologue"] == ("rms_norm (fp32 weight)" if dtype == torch.float32 else "rms_norm (llama)")
+    assert all(m.source for m in ms), "every match names a source line"
+
+
+def test_real_transformers_llama_decode(always):
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                   intermediate_size=128, vocab_size=256, attn_implementation="sdpa")
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16).eval()
+
+    def step(m):
+        cache = transformers.StaticCache(config=cfg, max_cache_len=32)
+        torch.manual_seed(1)
+        with torch.no_grad():
+            model(input_ids=torch.randint(0, 256, (1, 8)), past_key_values=cache, cache_position=torch.arange(8))
+            pos = torch.tensor([8])
+            return m(input_ids=torch.randint(0, 256, (1, 1)), past_key_values=cache, cache_position=pos,
+                     position_ids=pos[None], use_cache=True).logits
+
+    expected = step(model)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=fusion_passes.backend(patterns=PATTERN))
+    with fusion_passes.capture() as recs:
+        out = step(compiled)
+    torch.testing.assert_close(out, expected, rtol=2e-2, atol=2e-2)
+    assert len(matches(recs)) == 4 * 2 + 1
+
+
+# ------------------------------------------------------------------------------------------ must not fire
+
+
+def test_default_policy_leaves_cpu_alone():
+    model, step = zoo_decode(torch.float32)
+    with torch.no_grad():
+        _, recs = compile_with_records(step(model), patterns=PATTERN)
+    assert matches(recs) == [] and ops_of(recs, "after")["aten.mm"] == 7 * 2 + 1
+
+
+def test_prefill_sized_rows_are_left_to_cublas(always):
+    model, args = zoo.build("llama", batch=2, seq=9, dtype=torch.float32)  # 18 rows > 16
+    with torch.no_grad():
+        _, recs = compile_with_records(model, *args, patterns=PATTERN)
+    assert matches(recs) == []
+
+
+def test_autograd_on_does_not_fire(always):
+    lin = nn.Linear(32, 32, bias=False)
+    x, res = torch.randn(1, 32, requires_grad=True), torch.randn(1, 32)
+    out, recs = compile_with_records(lambda a, r: lin(a) + r, x, res, patterns=PATTERN, grad=True)
+    assert matches(recs) == []
+    assert any("autograd" in nm.reason for r in recs for nm in r.near_misses)
+    out.sum().backward()
+    assert x.grad is not None
+
+
+class NormLinears(nn.Module):
+    """An RMSNorm feeding linears; ``extra_user`` also returns the normalised input, ``silu_extra`` the silu."""
+
+    def __init__(self, extra_user=False, silu_extra=False, n_linears=2):
+        super().__init__()
+        self.norm = zoo.LlamaRMSNorm(32)
+        self.norm.weight.data.uniform_(0.5, 1.5)
+        self.lins = nn.ModuleList(nn.Linear(32, 48, bias=False) for _ in range(n_linears))
+        self.extra_user, self.silu_extra = extra_user, silu_extra
+
+    def forward(self, x):
+        h = self.norm(x)
+        if len(self.lins) != 2:
+            return [lin(h) for lin in self.lins]
+        s = F.silu(self.lins[0](h))
+        out = s * self.lins[1](h)
+        if self.extra_user:
+            return out, h
+        if self.silu_extra:
+            return out, s
+        return out
+
+
+def _fused(mod, x):
+    with torch.no_grad():
+        expected = mod(x)
+        out, recs = compile_with_records(mod, x, patterns=PATTERN)
+    torch.testing.assert_close(out, expected, rtol=2e-2, atol=2e-2)
+    return matches(recs)
+
+
+def test_norm_with_another_user_is_not_folded(always):
+    assert _fused(NormLinears(extra_user=True), torch.randn(1, 1, 32)) == []
+
+
+def test_silu_with_another_user_keeps_outputs_separate(always):
+    (m,) = _fused(NormLinears(silu_extra=True), torch.randn(1, 1, 32).bfloat16().float())
+    assert m.detail["epilogue"] == "concatenated outputs"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_silu_mul_forms(always, dtype):
+    mod = NormLinears().to(dtype)
+    (m,) = _fused(mod, torch.randn(2, 1, 32, dtype=dtype))
+    assert m.detail["epilogue"] == "silu * mul" and m.detail["prologue"].startswith("rms_norm")
+
+
+def test_more_than_three_linears_are_not_concatenated(always):
+    assert _fused(NormLinears(n_linears=4), torch.randn(1, 1, 32)) == []
+
+
+def test_broadcasting_residual_is_not_fused(always):
+    lin = nn.Linear(32, 32, bias=False)
+    bias_row = torch.randn(32)  # [N]: the add broadcasts
+    assert _fused(lambda x: lin(x) + bias_row, torch.randn(1, 1, 32)) == []
+
+
+def test_residual_with_a_bias_linear_is_not_fused(always):
+    lin = nn.Linear(32, 32, bias=True)
+    x, r = torch.randn(1, 1, 32), torch.randn(1, 1, 32)
+    with torch.no_grad():
+        out, recs = compile_with_records(lambda a, b: lin(a) + b, x, r, patterns=PATTERN)
+    torch.testing.assert_close(out, lin(x) + r)
+    assert matches(recs) == []  # addmm: the bias would be rounded differently
+
+
+def test_mixed_dtype_residual_is_not_fused(always):
+    lin = nn.Linear(32, 32, bias=False).bfloat16()
+    x, r = torch.randn(1, 1, 32, dtype=torch.bfloat16), torch.randn(1, 1, 32)
+    with torch.no_grad():
+        out, recs = compile_with_records(lambda a, b: lin(a) + b, x, r, patterns=PATTERN)
+    torch.testing.assert_close(out, lin(x) + r)
+    assert matches(recs) == []
+
+
+def test_unknown_policy_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv(decode_gemv.POLICY_ENV, "sometimes")
+    with pytest.raises(ValueError, match="auto, always"):
+        decode_gemv.policy()
+
+
+# ------------------------------------------------------------------------------------------ GPU
+
+
+def _hf_llama_cuda(hidden=256, layers=2):
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=8,
+                                   num_key_value_heads=2, intermediate_size=4 * hidden, vocab_size=1024,
+                                   attn_implementation="sdpa")
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        model = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16).eval()
+    return transformers, cfg, model
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch", [1, 4])
+@pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+def test_gpu_hf_llama_decode(mode, batch):
+    transformers, cfg, model = _hf_llama_cuda()
+    ids = torch.randint(0, 1024, (batch, 16), device="cuda")
+    toks = torch.randint(0, 1024, (4, batch, 1), device="cuda")
+
+    def run(m):
+        cache = transformers.StaticCache(config=cfg, max_cache_len=64)
+        outs = []
+        with torch.no_grad():
+            model(input_ids=ids, past_key_values=cache, cache_position=torch.arange(16, device="cuda"))
+            for i in range(4):  # CUDA graph trees record on a later call
+                pos = torch.tensor([16 + i], device="cuda")
+                outs.append(m(input_ids=toks[i], past_key_values=cache, cache_position=pos,
+                              position_ids=pos[None].expand(batch, 1), use_cache=True).logits.float().clone())
+        return outs
+
+    expected = run(model)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=fusion_passes.backend(mode=mode))
+    with fusion_passes.capture() as recs:
+        got = run(compiled)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, rtol=5e-2, atol=5e-2)
+    assert len(matches(recs)) == 4 * 2 + 1
+    after = ops_of(recs, "after")
+    assert after.get("aten.mm", 0) == 0
+
+
+@pytest.mark.gpu
+def test_gpu_kernel_in_generated_code():
+    from torch._inductor.utils import run_and_get_code
+
+    lin = nn.Linear(256, 512, bias=False).cuda().bfloat16()
+    x, r = torch.randn(1, 256, device="cuda", dtype=torch.bfloat16), torch.randn(1, 512, device="cuda",
+                                                                                     dtype=torch.bfloat16)
+    with torch.no_grad():
+        (out, recs), codes = run_and_get_code(lambda: compile_with_records(lambda a, b: lin(a) + b, x, r,
+                                                                           patterns=PATTERN))
+    code = "\n".join(codes)
+    assert "_gemv_kernel" in code and "extern_kernels.mm" not in code
+    torch.testing.assert_close(out, lin(x) + r, rtol=2e-2, atol=2e-2)
