@@ -22,6 +22,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
+from bench_e2e import copy_bandwidth_gbs  # noqa: E402
 from common import environment, results_path, save_records  # noqa: E402
 
 import fusion_passes.kernels.gemv  # noqa: E402,F401 - registers the op
@@ -82,18 +83,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", nargs="+", default=["llama-1b", "llama-8b"])
     p.add_argument("--rows", nargs="+", type=int, default=[1, 8])
+    p.add_argument("--variants", nargs="+", default=["cublas", "inductor", "ours"])
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--out", default=None)
     args = p.parse_args()
     device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     models = ["tiny"] if args.tiny else args.models
-    bw = None
-    if device == "cuda":
-        src = torch.empty(2 * 1024**3, dtype=torch.uint8, device=device)
-        dst = torch.empty_like(src)
-        bw = 2 * src.numel() / (per_call_ms(lambda: dst.copy_(src), device, calls=5) * 1e-3) / 1e9
-        del src, dst
+    bw = copy_bandwidth_gbs(device)
     op = torch.ops.fusion_passes.decode_gemv
     records = []
     torch.manual_seed(0)
@@ -121,6 +118,8 @@ def main() -> None:
                 ref = torch.cat(ref, 1) if isinstance(ref, list) else ref
                 err = (ours().double() - ref).abs().max().item()
                 for variant, fn in variants.items():
+                    if variant not in args.variants:
+                        continue
                     ms = per_call_ms(fn, device)
                     rec = dict(model=model, linear=name, mode=mode, rows=m, k=k, widths=list(widths), variant=variant,
                                us=round(ms * 1e3, 2), weight_gb_s=round(wbytes / (ms * 1e-3) / 1e9, 1),

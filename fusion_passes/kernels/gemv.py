@@ -48,15 +48,19 @@ if triton is not None:
 
     def _configs(dot: bool) -> list:
         # (BLOCK_N, BLOCK_K, warps, stages). Few rows of W per program and long K tiles keep many loads in
-        # flight per SM; the autotuner picks per (K, N) shape. The 16-row tl.dot tile needs BLOCK_N >= 16
-        # and would spill registers with K tiles over 256.
-        shapes = [
-            (4, 1024, 4, 2), (8, 512, 4, 3), (8, 1024, 8, 2), (16, 256, 4, 3), (16, 512, 4, 2),
-            (16, 512, 8, 3), (32, 256, 4, 3), (32, 256, 8, 2), (32, 512, 8, 2), (64, 128, 4, 3),
-            (64, 256, 8, 2),
-        ]  # fmt: skip
+        # flight per SM; the autotuner picks per (K, N) shape. Small tiles suit the two-weight silu form (two
+        # fp32 accumulators), wide ones the 128K-row lm_head. The 16-row tl.dot tile needs BLOCK_N >= 16.
         if dot:
-            shapes = [c for c in shapes if c[0] >= 16 and c[1] <= 256] + [(16, 128, 4, 4), (32, 128, 4, 4)]
+            shapes = [
+                (16, 128, 4, 4), (16, 256, 4, 3), (16, 512, 4, 3), (16, 512, 8, 3), (32, 128, 4, 4),
+                (32, 256, 4, 3), (32, 256, 8, 4), (32, 512, 8, 3), (64, 128, 4, 4), (64, 256, 8, 3),
+            ]  # fmt: skip
+        else:
+            shapes = [
+                (4, 512, 4, 4), (4, 1024, 4, 2), (8, 256, 4, 4), (8, 512, 4, 3), (8, 512, 8, 3), (8, 1024, 8, 2),
+                (16, 256, 4, 3), (16, 256, 8, 4), (16, 512, 4, 2), (16, 512, 8, 3), (32, 256, 4, 3),
+                (32, 256, 8, 2), (32, 512, 8, 2), (64, 128, 4, 3), (64, 256, 8, 2), (128, 128, 8, 3),
+            ]  # fmt: skip
         return [triton.Config({"BLOCK_N": n, "BLOCK_K": k}, num_warps=w, num_stages=s) for n, k, w, s in shapes]
 
     @triton.jit

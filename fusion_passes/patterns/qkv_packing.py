@@ -81,7 +81,7 @@ def _decode_sized(group: list["linears.Linear"]) -> str | None:
 
 def _packable(mms: list[fx.Node], taken: set[fx.Node], ctx) -> list[linears.Linear]:
     """The linears among ``mms`` (all reading one input) that can share one GEMM; near misses for the rest."""
-    linears, seen = [], set()
+    found, seen = [], set()
     for mm in mms:
         lin = linears.as_linear(mm)
         if isinstance(lin, str):
@@ -90,24 +90,24 @@ def _packable(mms: list[fx.Node], taken: set[fx.Node], ctx) -> list[linears.Line
             continue  # the same weight twice (a duplicate GEMM) or already packed with another input
         else:
             seen.add(lin.weight)
-            linears.append(lin)
-    if len({lin.constant is None for lin in linears}) > 1:
+            found.append(lin)
+    if len({lin.constant is None for lin in found}) > 1:
         # parameters and frozen constants on one input: pack the larger kind (both kinds are rare together)
-        runtime = [lin for lin in linears if lin.constant is None]
-        frozen = [lin for lin in linears if lin.constant is not None]
-        linears = runtime if len(runtime) >= len(frozen) else frozen
-    if len(linears) < 2:
-        return linears
-    kinds = {(str(val(lin.weight).dtype), str(val(lin.weight).device), lin.k) for lin in linears}
+        runtime = [lin for lin in found if lin.constant is None]
+        frozen = [lin for lin in found if lin.constant is not None]
+        found = runtime if len(runtime) >= len(frozen) else frozen
+    if len(found) < 2:
+        return found
+    kinds = {(str(val(lin.weight).dtype), str(val(lin.weight).device), lin.k) for lin in found}
     if len(kinds) > 1:
-        ctx.near_miss(linears[0].mm, f"linears on one input have weights of different dtype/device/K {sorted(kinds)}; not packed")
+        ctx.near_miss(found[0].mm, f"found on one input have weights of different dtype/device/K {sorted(kinds)}; not packed")
         return []
-    row_bytes = linears[0].k * val(linears[0].weight).element_size()
-    if linears[0].constant is None and any((lin.width * row_bytes) % _ALIGN for lin in linears[:-1]):
-        ctx.near_miss(linears[0].mm, f"a weight block is not a multiple of {_ALIGN} bytes, so the next one would "
+    row_bytes = found[0].k * val(found[0].weight).element_size()
+    if found[0].constant is None and any((lin.width * row_bytes) % _ALIGN for lin in found[:-1]):
+        ctx.near_miss(found[0].mm, f"a weight block is not a multiple of {_ALIGN} bytes, so the next one would "
                       "start misaligned in the packed buffer; not packed")
         return []
-    return linears
+    return found
 
 
 # --------------------------------------------------------------------------------------------- rewrite
