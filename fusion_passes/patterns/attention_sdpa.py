@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,10 +45,29 @@ import torch.fx as fx
 import torch.nn.functional as F
 
 from ..graph_utils import dtype_of, is_op, op_name, tensor_bytes, val
+from ..kernels import decode_attention as decode_kernel
 
 NAME = "attention_sdpa"
 HOOK = "joint"
-DESCRIPTION = "eager attention (bmm -> scale -> mask -> softmax -> bmm, incl. repeat_kv GQA) -> one SDPA call"
+DESCRIPTION = ("eager attention (bmm -> scale -> mask -> softmax -> bmm, incl. repeat_kv GQA) -> one SDPA call "
+               "(a GQA decode kernel for q_len <= 16 on CUDA)")
+DEPENDS = (decode_kernel,)
+
+DECODE_POLICY_ENV = "FUSION_PASSES_DECODE_ATTENTION"
+DECODE_POLICIES = ("auto", "always")
+
+
+def decode_policy() -> str:
+    """"auto": decode-sized attention on CUDA runs ``fusion_passes.decode_attention``; "always": on every
+    device (elsewhere the op runs as torch: for tests)."""
+    value = os.environ.get(DECODE_POLICY_ENV, "auto")
+    if value not in DECODE_POLICIES:
+        raise ValueError(f"{DECODE_POLICY_ENV}={value!r}; use one of {', '.join(DECODE_POLICIES)}")
+    return value
+
+
+def cache_key() -> str:
+    return decode_policy()
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -94,6 +114,7 @@ class _Attention:
     is_causal: bool = False
     mask_dropped: str = ""  # "causal" / "none": a constant mask SDPA does not need (see _constant_mask_kind)
     enable_gqa: bool = False
+    decode: bool = False  # decode-sized: our decode kernel instead of SDPA
     repeat: int = 1  # kv heads repeated by repeat_kv (1: plain MHA)
     kv_sources: tuple | None = None  # (k, v, nodes) before repeat_kv, used when enable_gqa is chosen
     softmax: fx.Node | None = None  # the softmax output: its source line is the one the report shows
@@ -474,25 +495,22 @@ def _check(attn: _Attention) -> None:
             raise _Miss(term.tensor, f"the where/masked_fill condition is {t.dtype}, not bool")
         if t.device != q.device:
             raise _Miss(term.tensor, f"the mask lives on {t.device}, the query on {q.device}")
-    reason = _decode_sized(q)
-    if reason:
-        raise _Miss(attn.output, reason)
+    attn.decode = _decode_sized(q)
 
 
 # On the H200 a decode step (q_len = 1 over a static KV cache) ran slower with SDPA than with what stock Inductor
 # makes of the eager form (llama-1b decode-1024 with CUDA graphs: 2.43 ms vs 1.83 ms;
 # benchmarks/results/e2e_decode_h200_torch2.11.0.json): with a mask, SDPA's memory-efficient kernel needs
-# K/V repeated to all heads, a copy of the whole cache every step. "No regression at decode" wins, so
-# static query lengths up to this bound stay as they are on CUDA.
-DECODE_MAX_QUERY = 16
+# K/V repeated to all heads, a copy of the whole cache every step. So static query lengths up to this bound
+# get our decode kernel instead (GQA in-kernel, the cache read once per KV head).
+DECODE_MAX_QUERY = decode_kernel.MAX_QUERY
 
 
-def _decode_sized(q: torch.Tensor) -> str | None:
+def _decode_sized(q: torch.Tensor) -> bool:
     sq = q.shape[-2]
-    if q.device.type == "cuda" and isinstance(sq, int) and sq <= DECODE_MAX_QUERY:
-        return (f"left to Inductor: query length {sq} is decode-sized, and on CUDA SDPA measured slower there than "
-                f"Inductor's own kernels (q_len <= {DECODE_MAX_QUERY})")
-    return None
+    if not isinstance(sq, int) or sq > DECODE_MAX_QUERY or q.dim() not in (3, 4):
+        return False
+    return q.device.type == "cuda" or decode_policy() == "always"
 
 
 # --------------------------------------------------------------------------------------------- causal masks
@@ -572,7 +590,7 @@ def _decide_mask_and_gqa(attn: _Attention) -> None:
         return
     # SDPA's GQA keeps K/V un-repeated. The CPU flash kernel takes GQA with or without a mask; on CUDA only the
     # flash kernel takes GQA and it takes no mask, so with a mask the repeated K/V keep the efficient kernel.
-    if val(attn.q).device.type == "cpu" or not attn.mask:
+    if val(attn.q).device.type == "cpu" or not attn.mask or attn.decode:  # the decode kernel takes GQA and a mask
         attn.k, attn.v, kv_prep = sources
         attn.enable_gqa = True
         attn.chain.extend(kv_prep)
@@ -602,6 +620,12 @@ def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
     if heads_dim:
         q, k, v = q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1)
         mask = mask.unsqueeze(-3) if mask is not None and mask.dim() == 3 else mask
+    if attn.decode:
+        if mask is not None and mask.dim() < 4:
+            mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
+        scale = attn.scale if attn.scale is not None else 1.0 / math.sqrt(q.shape[-1])
+        out = torch.ops.fusion_passes.decode_attention(q, k, v, mask, scale, attn.is_causal)
+        return out.squeeze(1) if heads_dim else out
     kwargs = {"enable_gqa": True} if attn.enable_gqa else {}
     out = F.scaled_dot_product_attention(
         q, k, v, attn_mask=mask, dropout_p=0.0, is_causal=attn.is_causal, scale=attn.scale, **kwargs
@@ -622,7 +646,8 @@ def _insert_sdpa(graph: fx.Graph, attn: _Attention) -> list[fx.Node]:
         traced = fwd_only(lambda *a: _sdpa(attn, dtype, *a), fakes)
     if any(n.op == "get_attr" for n in traced.graph.nodes):  # a constant we could not carry into ``graph``
         raise _Miss(attn.output, "the SDPA replacement traced to a graph with constants")
-    fused = [n for n in traced.graph.nodes if op_name(n).startswith("aten._scaled_dot_product_")]
+    fused = [n for n in traced.graph.nodes
+             if op_name(n).startswith("aten._scaled_dot_product_") or op_name(n) == "fusion_passes.decode_attention"]
     if not fused:  # SDPA's math fallback is the same bmm/softmax/bmm again, plus _safe_softmax: no gain
         q, k = val(attn.q), val(attn.k)
         raise _Miss(attn.output, f"SDPA has no fused kernel for q {_fmt(q.shape)} / k {_fmt(k.shape)} {q.dtype} on "
@@ -670,6 +695,7 @@ def _detail(attn: _Attention) -> dict:
         "scale": attn.scale if not attn.scale_tensors else f"{attn.scale} * runtime scalar",
         "mask": mask,
         "gqa": f"enable_gqa (x{attn.repeat})" if attn.enable_gqa else ("repeated K/V" if attn.repeat > 1 else "no"),
+        "kernel": "fusion_passes.decode_attention (q_len <= 16)" if attn.decode else "sdpa",
     }
 
 

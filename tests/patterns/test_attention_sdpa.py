@@ -16,6 +16,7 @@ from torch._inductor.utils import run_and_get_code
 
 import fusion_passes
 from fusion_passes import zoo
+from fusion_passes.patterns import attention_sdpa
 from tests.conftest import compile_with_records
 
 PATTERN = ["attention_sdpa"]
@@ -500,17 +501,82 @@ def test_gpu_bf16_llama(masked):
     torch.testing.assert_close(out, ref, atol=3e-2, rtol=3e-2)
 
 
-@pytest.mark.parametrize("sq, device, left_alone", [(1, "cuda", True), (16, "cuda", True), (17, "cuda", False),
-                                               (1, "cpu", False)])
-def test_decode_sized_attention_is_left_to_inductor_on_cuda(sq, device, left_alone):
-    """The H200 measured SDPA slower than stock Inductor for q_len = 1 decode: q_len <= 16 on CUDA stays."""
+@pytest.mark.parametrize("sq, device, decode", [(1, "cuda", True), (16, "cuda", True), (17, "cuda", False),
+                                           (1, "cpu", False)])
+def test_decode_sized_attention_gets_the_decode_kernel_on_cuda(sq, device, decode):
+    """SDPA measured slower than stock Inductor for q_len = 1 decode on the H200: q_len <= 16 on CUDA gets ours."""
     from torch._subclasses.fake_tensor import FakeTensorMode
-
-    from fusion_passes.patterns import attention_sdpa
 
     with FakeTensorMode():
         q = torch.empty(1, 4, sq, 16, device=device)
-    reason = attention_sdpa._decode_sized(q)
-    assert (reason is not None) == left_alone
-    if left_alone:
-        assert "decode-sized" in reason and "q_len <= 16" in reason
+    assert attention_sdpa._decode_sized(q) == decode
+
+
+@pytest.fixture
+def decode_everywhere(monkeypatch):
+    monkeypatch.setenv(attention_sdpa.DECODE_POLICY_ENV, "always")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_decode_kernel_zoo_llama_static_cache(decode_everywhere, dtype):
+    """Decode step over a static cache: one decode_attention, K/V not repeated (GQA in-kernel), mask passed."""
+    torch.manual_seed(0)
+    config = zoo.LlamaConfig(num_hidden_layers=1)
+    model = zoo.LlamaForCausalLM(config).to(dtype).eval()
+    caches = [zoo.StaticKVCache(config, batch=B, max_len=16, dtype=dtype) for _ in range(2)]
+    for c in caches:
+        for name, buf in c.named_buffers():
+            buf.copy_(torch.randn(buf.shape, generator=torch.Generator().manual_seed(len(name))))
+    ids, pos = torch.randint(0, 256, (B, 1)), torch.tensor([5])
+    with torch.no_grad():
+        ref = model(ids, cache=caches[0], cache_position=pos)
+        out, recs = compile_with_records(lambda i: model(i, cache=caches[1], cache_position=pos), ids,
+                                         patterns=PATTERN)
+    (m,) = matches(recs)
+    assert m.detail["kernel"].startswith("fusion_passes.decode_attention")
+    assert m.detail["gqa"] == "enable_gqa (x2)" and m.detail["mask"] == "add"
+    joint = [s for r in recs for s in r.stages if s.hook == "joint"]
+    before, after = joint[0].ops_before, joint[0].ops_after
+    assert before["aten.bmm"] - after.get("aten.bmm", 0) == 2 and after["fusion_passes.decode_attention"] == 1
+    assert after.get("aten.clone", 0) < before["aten.clone"]  # repeat_kv's copies of the cache are gone
+    tol = 1e-5 if dtype == torch.float32 else 3e-2
+    torch.testing.assert_close(out, ref, atol=tol, rtol=tol)
+
+
+def test_decode_kernel_causal_short_prompt(decode_everywhere):
+    """q_len = k_len <= 16 with HF's in-graph causal mask: proven causal, the kernel masks key j > query i."""
+    model, args = zoo.build("llama", batch=2, seq=8)
+    with torch.no_grad():
+        ref = model(*args)
+        out, recs = compile_with_records(model, *args, patterns=PATTERN)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    (m, _) = matches(recs)  # the zoo Llama has two layers
+    assert m.detail["kernel"].startswith("fusion_passes.decode_attention") and m.detail["mask"].startswith("causal")
+
+
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+def test_gpu_decode_kernel_zoo_llama(mode):
+    """A bf16 decode step on CUDA runs fusion_passes.decode_attention (no repeat_kv copy), with CUDA graphs too."""
+    torch.manual_seed(0)
+    config = zoo.LlamaConfig(num_hidden_layers=2)
+    model = zoo.LlamaForCausalLM(config).to("cuda", torch.bfloat16).eval()
+    caches = [zoo.StaticKVCache(config, batch=2, max_len=64, dtype=torch.bfloat16, device="cuda") for _ in range(2)]
+    prompt = torch.randint(0, 256, (2, 16), device="cuda")
+    toks = torch.randint(0, 256, (4, 2, 1), device="cuda")
+    with torch.no_grad():
+        for c in caches:
+            model(prompt, cache=c, cache_position=torch.arange(16, device="cuda"))
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend=fusion_passes.backend(patterns=PATTERN, mode=mode))
+        with fusion_passes.capture() as recs:
+            for i in range(4):  # CUDA graph trees record on a later call
+                pos = torch.tensor([16 + i], device="cuda")
+                ref = model(toks[i], cache=caches[0], cache_position=pos)
+                out = compiled(toks[i], cache=caches[1], cache_position=pos)
+                torch.testing.assert_close(out.float(), ref.float(), atol=5e-2, rtol=5e-2)
+    ms = matches(recs)
+    assert len(ms) == 2 and all(m.detail["kernel"].startswith("fusion_passes.decode_attention") for m in ms)
+    torch.testing.assert_close(caches[1].k0.float(), caches[0].k0.float(), atol=5e-2, rtol=5e-2)

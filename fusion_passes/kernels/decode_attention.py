@@ -1,0 +1,169 @@
+"""``fusion_passes::decode_attention``: attention for a few query rows over a (static) KV cache, GQA in-kernel.
+
+    # unfused (HF eager attention at decode; q [B, H, Sq, D] with Sq <= 16, cache k/v [B, Hkv, Sk, D])
+    k, v = repeat_kv(k, H // Hkv), repeat_kv(v, H // Hkv)       # a copy of the whole cache, every step
+    s = softmax(q @ k.transpose(-1, -2) * scale + mask, -1, dtype=f32)
+    out = s.to(q.dtype) @ v                                     # 5 kernels, the scores written and re-read
+    # fused: one kernel; each program streams its KV head's cache once for the H // Hkv query heads sharing it
+    out = torch.ops.fusion_passes.decode_attention(q, k, v, mask, scale, is_causal)
+
+``mask`` is additive, broadcastable to [B, H, Sq, Sk] (None for none); ``is_causal`` masks key j > query i
+(SDPA's top-left alignment). The softmax runs in fp32 with an online (running max) formulation, as SDPA's
+kernels do; a row whose every key is masked with -inf gives NaN, as eager does.
+
+Defined with the low-level Library API (a ``custom_op`` wrapper costs ~50-100 us per call, which matters at
+decode without CUDA graphs); Inductor calls it as an extern kernel. On CUDA it launches the Triton kernel;
+elsewhere it runs the same math in torch (or the kernel in Triton's interpreter when ``TRITON_INTERPRET=1``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # CPU-only torch without triton
+    triton = None
+
+__all__ = ["decode_attention", "reference", "MAX_QUERY", "HAS_TRITON", "INTERPRETED"]
+
+HAS_TRITON = triton is not None
+MAX_QUERY = 16  # Sq * (H // Hkv) rows per program are held in one tile of up to 64 rows
+
+_lib = torch.library.Library("fusion_passes", "FRAGMENT")
+_lib.define("decode_attention(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale, bool is_causal) -> Tensor")
+
+
+if triton is not None:
+
+    @triton.jit
+    def _decode_attention_kernel(
+        Q, K, V, MASK, OUT,
+        sq_b, sq_h, sq_s,  # q strides (last dim contiguous)
+        sk_b, sk_h, sk_s,
+        sv_b, sv_h, sv_s,
+        sm_b, sm_h, sm_q, sm_k,  # mask strides (0 where it broadcasts)
+        so_b, so_h, so_s,
+        H_KV, SQ, SK, D, DV, scale,
+        GROUP: tl.constexpr,  # H // Hkv query heads per KV head
+        HAS_MASK: tl.constexpr,
+        IS_CAUSAL: tl.constexpr,
+        BLOCK_M: tl.constexpr,  # >= GROUP * SQ rows: (query head, query position) pairs of this KV head
+        BLOCK_N: tl.constexpr,
+        BLOCK_D: tl.constexpr,
+        BLOCK_DV: tl.constexpr,
+    ):  # fmt: skip
+        pid = tl.program_id(0)
+        b = pid // H_KV
+        kvh = pid % H_KV
+        rows = tl.arange(0, BLOCK_M)
+        row_ok = rows < GROUP * SQ
+        head = kvh * GROUP + rows // SQ  # repeat_kv: query head h reads KV head h // GROUP
+        qpos = rows % SQ
+        d = tl.arange(0, BLOCK_D)
+        dv = tl.arange(0, BLOCK_DV)
+        q = tl.load(Q + b * sq_b + head[:, None] * sq_h + qpos[:, None] * sq_s + d[None, :],
+                    mask=row_ok[:, None] & (d[None, :] < D), other=0.0)
+        m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+        l_i = tl.zeros([BLOCK_M], tl.float32)
+        acc = tl.zeros([BLOCK_M, BLOCK_DV], tl.float32)
+        k_base = K + b * sk_b + kvh * sk_h
+        v_base = V + b * sv_b + kvh * sv_h
+        for n0 in range(0, SK, BLOCK_N):
+            n = n0 + tl.arange(0, BLOCK_N)
+            n_ok = n < SK
+            k = tl.load(k_base + n[:, None] * sk_s + d[None, :], mask=n_ok[:, None] & (d[None, :] < D), other=0.0)
+            s = tl.dot(q, tl.trans(k)) * scale  # [BLOCK_M, BLOCK_N] fp32
+            if HAS_MASK:
+                mk = tl.load(MASK + b * sm_b + head[:, None] * sm_h + qpos[:, None] * sm_q + n[None, :] * sm_k,
+                             mask=row_ok[:, None] & n_ok[None, :], other=0.0)
+                s = s + mk.to(tl.float32)
+            if IS_CAUSAL:
+                s = tl.where(n[None, :] <= qpos[:, None], s, float("-inf"))
+            s = tl.where(n_ok[None, :], s, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(s, axis=1))
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # all masked so far: keep exp() finite
+            p = tl.exp(s - m_safe[:, None])
+            alpha = tl.exp(m_i - m_safe)
+            l_i = l_i * alpha + tl.sum(p, axis=1)
+            v = tl.load(v_base + n[:, None] * sv_s + dv[None, :], mask=n_ok[:, None] & (dv[None, :] < DV), other=0.0)
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+            m_i = m_new
+        out = acc / l_i[:, None]
+        tl.store(OUT + b * so_b + head[:, None] * so_h + qpos[:, None] * so_s + dv[None, :],
+                 out.to(OUT.dtype.element_ty), mask=row_ok[:, None] & (dv[None, :] < DV))
+
+
+def _is_interpreted() -> bool:
+    if triton is None:
+        return False
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(_decode_attention_kernel, InterpretedFunction)
+
+
+INTERPRETED = _is_interpreted()
+
+
+def reference(q, k, v, mask=None, scale=None, is_causal=False) -> torch.Tensor:
+    """The op's math in torch (the CPU implementation, and the tests' oracle)."""
+    group = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    s = (q.float() @ k.float().transpose(-1, -2)) * scale
+    if mask is not None:
+        s = s + mask.float()
+    if is_causal:
+        sq, sk = s.shape[-2:]
+        s = s.masked_fill(~torch.ones(sq, sk, dtype=torch.bool, device=s.device).tril(), float("-inf"))
+    return (torch.softmax(s, dim=-1).to(v.dtype).float() @ v.float()).to(q.dtype)
+
+
+def _use_triton(q: torch.Tensor) -> bool:
+    return HAS_TRITON and (q.is_cuda or (INTERPRETED and type(q) is torch.Tensor))
+
+
+def _impl(q, k, v, mask, scale, is_causal):
+    b, h, sq, dim = q.shape
+    h_kv, sk, dv = k.shape[1], k.shape[2], v.shape[3]
+    if not _use_triton(q) or h % h_kv or sq * (h // h_kv) > 64:
+        return reference(q, k, v, mask, scale, is_causal)
+    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+    out = torch.empty((b, h, sq, dv), dtype=q.dtype, device=q.device)
+    if mask is not None:
+        mask = mask.expand(b, h, sq, sk)  # strides 0 where it broadcasts: nothing is copied
+        ms = mask.stride()
+    else:
+        ms = (0, 0, 0, 0)
+    group = h // h_kv
+    block_m = max(16, triton.next_power_of_2(group * sq))
+    _decode_attention_kernel[(b * h_kv,)](
+        q, k, v, mask, out,
+        q.stride(0), q.stride(1), q.stride(2),
+        k.stride(0), k.stride(1), k.stride(2),
+        v.stride(0), v.stride(1), v.stride(2),
+        *ms,
+        out.stride(0), out.stride(1), out.stride(2),
+        h_kv, sq, sk, dim, dv, scale,
+        GROUP=group, HAS_MASK=mask is not None, IS_CAUSAL=is_causal, BLOCK_M=block_m,
+        BLOCK_N=64 if dim <= 128 else 32,
+        BLOCK_D=max(16, triton.next_power_of_2(dim)), BLOCK_DV=max(16, triton.next_power_of_2(dv)),
+        num_warps=4, num_stages=3,
+    )  # fmt: skip
+    return out
+
+
+def _fake(q, k, v, mask, scale, is_causal):
+    return q.new_empty((*q.shape[:3], v.shape[-1]))
+
+
+_lib.impl("decode_attention", _impl, "CompositeExplicitAutograd")
+torch.library.register_fake("fusion_passes::decode_attention", _fake, lib=_lib)
+
+decode_attention = torch.ops.fusion_passes.decode_attention.default

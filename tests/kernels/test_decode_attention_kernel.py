@@ -1,0 +1,66 @@
+"""The decode attention Triton kernel (GQA in-kernel, online softmax) against its torch reference.
+
+Runs in Triton's interpreter without a GPU (re-run in a ``TRITON_INTERPRET=1`` subprocess, like the other
+kernel tests), directly on CUDA. Shapes are small: the interpreter is slow.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from fusion_passes.kernels import decode_attention as kernel
+
+DEVICE = "cuda" if torch.cuda.is_available() else ("cpu" if kernel.INTERPRETED else None)
+kernel_test = pytest.mark.skipif(DEVICE is None, reason="runs in the TRITON_INTERPRET=1 subprocess")
+DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if DEVICE == "cuda" else [])  # interpreter: no bf16 dot
+TOL = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 3e-2}
+
+
+def test_kernels_in_interpreter():
+    if kernel.INTERPRETED or torch.cuda.is_available() or not kernel.HAS_TRITON:
+        pytest.skip("the kernel tests run directly in this process")
+    pytest.importorskip("numpy")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert " passed" in proc.stdout.strip().splitlines()[-1]
+
+
+# (batch, heads, kv heads, q_len, k_len, head dim): GQA x4 decode, MHA with 3 query rows, odd sizes
+SHAPES = [(1, 8, 2, 1, 100, 64), (2, 4, 4, 3, 40, 32), (1, 6, 2, 2, 17, 80)]
+
+
+@kernel_test
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mask", [None, "add", "finfo_min"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_kernel_matches_reference(shape, dtype, mask, causal):
+    b, h, hkv, sq, sk, d = shape
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(b, n, s, d, dtype=dtype, device=DEVICE) for n, s in ((h, sq), (hkv, sk), (hkv, sk)))
+    m = None
+    if mask == "add":
+        m = torch.randn(b, 1, sq, sk, dtype=dtype, device=DEVICE)
+    elif mask == "finfo_min":  # HF's static-cache mask: the unwritten tail of the cache is blocked
+        m = torch.zeros(1, 1, sq, sk, dtype=dtype, device=DEVICE)
+        m[..., sk // 2 :] = torch.finfo(dtype).min
+    got = torch.ops.fusion_passes.decode_attention(q, k, v, m, 0.125, causal)
+    want = kernel.reference(q, k, v, m, 0.125, causal)
+    assert got.shape == (b, h, sq, d) and got.dtype == dtype
+    torch.testing.assert_close(got.float(), want.float(), atol=TOL[dtype], rtol=TOL[dtype])
+
+
+@kernel_test
+def test_mask_as_a_strided_slice_of_a_longer_mask():
+    """HF slices the mask to the key length: a non-contiguous view must be read through its strides."""
+    q, k, v = torch.randn(1, 4, 1, 16, device=DEVICE), torch.randn(1, 2, 24, 16, device=DEVICE), torch.randn(
+        1, 2, 24, 16, device=DEVICE)
+    full = torch.randn(1, 1, 1, 40, device=DEVICE)
+    m = full[..., :24]
+    got = torch.ops.fusion_passes.decode_attention(q, k, v, m, 0.25, False)
+    torch.testing.assert_close(got, kernel.reference(q, k, v, m.contiguous(), 0.25, False), atol=1e-4, rtol=1e-4)
