@@ -79,14 +79,14 @@ def per_call_ms(fn, device: str, calls: int = 50) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def main() -> None:
+def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", nargs="+", default=["llama-1b", "llama-8b"])
     p.add_argument("--rows", nargs="+", type=int, default=[1, 8])
     p.add_argument("--variants", nargs="+", default=["cublas", "inductor", "ours"])
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--out", default=None)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     models = ["tiny"] if args.tiny else args.models
@@ -135,7 +135,8 @@ def main() -> None:
     out = args.out or results_path("gemv", device)
     save_records(records, out, key=("model", "linear", "rows", "variant"), device=device)
     print("wrote", out)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

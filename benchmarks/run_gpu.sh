@@ -4,6 +4,8 @@
 #   bash benchmarks/run_gpu.sh decode    # llama-1b decode step, eager vs stock vs ours (+CUDA graphs)
 #   bash benchmarks/run_gpu.sh prefill   # llama-1b prefill 512/2048
 #   bash benchmarks/run_gpu.sh profile   # per-kernel time of one decode step, stock vs ours
+#   bash benchmarks/run_gpu.sh gemv      # decode GEMV kernels vs cuBLAS / Inductor, llama-1b and -8b shapes
+#   bash benchmarks/run_gpu.sh decode8b  # llama-8b-shaped decode step, stock vs ours (CUDA graphs)
 # Results land in $OUT (the device tool brings them back) and are then copied to benchmarks/results/.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -24,5 +26,11 @@ case "${1:-}" in
     python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads prefill-2048 prefill-512 --batches 1 \
       --variants eager stock fusion_passes --budget-s 420 --out "$OUT/e2e_prefill.json" 2>&1 \
       | grep -v Warning | tail -30 ;;
-  *) echo "usage: $0 tests|decode|prefill|profile" >&2; exit 2 ;;
+  gemv)
+    python3 benchmarks/bench_gemv.py --out "$OUT/gemv.json" 2>&1 | grep -v Warn | tail -70 ;;
+  decode8b)
+    python3 benchmarks/bench_e2e.py --model llama-8b --attn eager sdpa --workloads decode-1024 \
+      --variants stock+cudagraphs fusion_passes+cudagraphs --budget-s 420 --out "$OUT/e2e_decode_8b.json" 2>&1 \
+      | grep -v Warning | tail -12 ;;
+  *) echo "usage: $0 tests|decode|prefill|profile|gemv|decode8b" >&2; exit 2 ;;
 esac

@@ -37,3 +37,14 @@ def test_decode_profile_tiny_cpu(tmp_path):
     shares = [k["share"] for k in rec["kernels"]]
     assert shares == sorted(shares, reverse=True) and abs(sum(shares) - 1) < 0.01
     assert any("packed_linear" in k["kernel"] for k in rec["kernels"])  # the packed projections ran
+
+
+def test_gemv_bench_tiny_cpu(tmp_path):
+    import bench_gemv
+
+    out = tmp_path / "gemv.json"
+    assert bench_gemv.main(["--tiny", "--rows", "1", "3", "--variants", "cublas", "ours", "--out", str(out)]) == 0
+    recs = json.loads(out.read_text())["records"]
+    assert {(r["linear"], r["rows"], r["variant"]) for r in recs} >= {("gate_up", 3, "ours"), ("down", 1, "cublas")}
+    ours = [r for r in recs if r["variant"] == "ours"]
+    assert ours and all(r["us"] > 0 and r["max_err_vs_fp64"] < 1e-4 for r in ours)  # fp32 on CPU

@@ -4,7 +4,8 @@
     k, v = repeat_kv(k, H // Hkv), repeat_kv(v, H // Hkv)       # a copy of the whole cache, every step
     s = softmax(q @ k.transpose(-1, -2) * scale + mask, -1, dtype=f32)
     out = s.to(q.dtype) @ v                                     # 5 kernels, the scores written and re-read
-    # fused: one kernel; each program streams its KV head's cache once for the H // Hkv query heads sharing it
+    # fused: two kernels (flash-decoding): programs over (KV head, key chunk) read each cached key once for the
+    # H // Hkv query heads sharing it and keep partial softmax results; a small kernel combines the chunks
     out = torch.ops.fusion_passes.decode_attention(q, k, v, mask, scale, is_causal)
 
 ``mask`` is additive, broadcastable to [B, H, Sq, Sk] (None for none); ``is_causal`` masks key j > query i
@@ -32,6 +33,8 @@ __all__ = ["decode_attention", "reference", "MAX_QUERY", "HAS_TRITON", "INTERPRE
 
 HAS_TRITON = triton is not None
 MAX_QUERY = 16  # Sq * (H // Hkv) rows per program are held in one tile of up to 64 rows
+_TARGET_PROGRAMS = 256  # about two programs per SM of an H100/H200
+_MAX_SPLITS = 64
 
 _lib = torch.library.Library("fusion_passes", "FRAGMENT")
 _lib.define("decode_attention(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale, bool is_causal) -> Tensor")
@@ -48,6 +51,8 @@ if triton is not None:
         sm_b, sm_h, sm_q, sm_k,  # mask strides (0 where it broadcasts)
         so_b, so_h, so_s,
         H_KV, SQ, SK, D, DV, scale,
+        M_PART, L_PART, ACC_PART,  # per-split partial max / sum / output (fp32), combined by _combine_kernel
+        CHUNK,  # keys per split (a multiple of BLOCK_N)
         GROUP: tl.constexpr,  # H // Hkv query heads per KV head
         HAS_MASK: tl.constexpr,
         IS_CAUSAL: tl.constexpr,
@@ -57,6 +62,8 @@ if triton is not None:
         BLOCK_DV: tl.constexpr,
     ):  # fmt: skip
         pid = tl.program_id(0)
+        split = tl.program_id(1)
+        n_splits = tl.num_programs(1)
         b = pid // H_KV
         kvh = pid % H_KV
         rows = tl.arange(0, BLOCK_M)
@@ -72,7 +79,8 @@ if triton is not None:
         acc = tl.zeros([BLOCK_M, BLOCK_DV], tl.float32)
         k_base = K + b * sk_b + kvh * sk_h
         v_base = V + b * sv_b + kvh * sv_h
-        for n0 in range(0, SK, BLOCK_N):
+        start = split * CHUNK
+        for n0 in range(start, start + CHUNK, BLOCK_N):
             n = n0 + tl.arange(0, BLOCK_N)
             n_ok = n < SK
             k = tl.load(k_base + n[:, None] * sk_s + d[None, :], mask=n_ok[:, None] & (d[None, :] < D), other=0.0)
@@ -92,9 +100,35 @@ if triton is not None:
             v = tl.load(v_base + n[:, None] * sv_s + dv[None, :], mask=n_ok[:, None] & (dv[None, :] < DV), other=0.0)
             acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
             m_i = m_new
-        out = acc / l_i[:, None]
-        tl.store(OUT + b * so_b + head[:, None] * so_h + qpos[:, None] * so_s + dv[None, :],
-                 out.to(OUT.dtype.element_ty), mask=row_ok[:, None] & (dv[None, :] < DV))
+        part = (pid * n_splits + split) * BLOCK_M + rows  # [BLOCK_M] rows of this (kv head, split)
+        tl.store(M_PART + part, m_i)
+        tl.store(L_PART + part, l_i)
+        tl.store(ACC_PART + part[:, None] * BLOCK_DV + dv[None, :], acc)
+
+    @triton.jit
+    def _combine_kernel(
+        M_PART, L_PART, ACC_PART, OUT,
+        so_b, so_h, so_s,
+        H_KV, SQ, DV, N_SPLITS,
+        GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_DV: tl.constexpr,
+    ):  # fmt: skip
+        """One program per (batch x KV head, query row): rescale the splits' partial results and sum them."""
+        pid = tl.program_id(0)
+        row = tl.program_id(1)
+        b = pid // H_KV
+        head = (pid % H_KV) * GROUP + row // SQ
+        qpos = row % SQ
+        sp = tl.arange(0, BLOCK_S)
+        sp_ok = sp < N_SPLITS
+        dv = tl.arange(0, BLOCK_DV)
+        part = (pid * N_SPLITS + sp) * BLOCK_M + row
+        m = tl.load(M_PART + part, mask=sp_ok, other=float("-inf"))
+        l = tl.load(L_PART + part, mask=sp_ok, other=0.0)
+        m_max = tl.max(m, axis=0)
+        w = tl.exp(m - tl.where(m_max == float("-inf"), 0.0, m_max))
+        acc = tl.load(ACC_PART + part[:, None] * BLOCK_DV + dv[None, :], mask=sp_ok[:, None], other=0.0)
+        out = tl.sum(acc * w[:, None], axis=0) / tl.sum(l * w, axis=0)
+        tl.store(OUT + b * so_b + head * so_h + qpos * so_s + dv, out.to(OUT.dtype.element_ty), mask=dv < DV)
 
 
 def _is_interpreted() -> bool:
@@ -143,7 +177,18 @@ def _impl(q, k, v, mask, scale, is_causal):
         ms = (0, 0, 0, 0)
     group = h // h_kv
     block_m = max(16, triton.next_power_of_2(group * sq))
-    _decode_attention_kernel[(b * h_kv,)](
+    block_n = 64 if dim <= 128 else 32
+    block_dv = max(16, triton.next_power_of_2(dv))
+    # Split the keys so that the grid fills the GPU (flash-decoding): one program per KV head alone would
+    # stream the whole cache from a handful of SMs.
+    splits = max(1, min(_MAX_SPLITS, _TARGET_PROGRAMS // (b * h_kv), triton.cdiv(sk, block_n)))
+    chunk = triton.cdiv(triton.cdiv(sk, splits), block_n) * block_n
+    splits = triton.cdiv(sk, chunk)
+    parts = b * h_kv * splits * block_m
+    m_part = torch.empty(parts, dtype=torch.float32, device=q.device)
+    l_part = torch.empty(parts, dtype=torch.float32, device=q.device)
+    acc_part = torch.empty((parts, block_dv), dtype=torch.float32, device=q.device)
+    _decode_attention_kernel[(b * h_kv, splits)](
         q, k, v, mask, out,
         q.stride(0), q.stride(1), q.stride(2),
         k.stride(0), k.stride(1), k.stride(2),
@@ -151,10 +196,15 @@ def _impl(q, k, v, mask, scale, is_causal):
         *ms,
         out.stride(0), out.stride(1), out.stride(2),
         h_kv, sq, sk, dim, dv, scale,
-        GROUP=group, HAS_MASK=mask is not None, IS_CAUSAL=is_causal, BLOCK_M=block_m,
-        BLOCK_N=64 if dim <= 128 else 32,
-        BLOCK_D=max(16, triton.next_power_of_2(dim)), BLOCK_DV=max(16, triton.next_power_of_2(dv)),
-        num_warps=4, num_stages=3,
+        m_part, l_part, acc_part, chunk,
+        GROUP=group, HAS_MASK=mask is not None, IS_CAUSAL=is_causal, BLOCK_M=block_m, BLOCK_N=block_n,
+        BLOCK_D=max(16, triton.next_power_of_2(dim)), BLOCK_DV=block_dv,
+        num_warps=4, num_stages=2,
+    )  # fmt: skip
+    _combine_kernel[(b * h_kv, group * sq)](
+        m_part, l_part, acc_part, out, out.stride(0), out.stride(1), out.stride(2), h_kv, sq, dv, splits,
+        GROUP=group, BLOCK_M=block_m, BLOCK_S=max(2, triton.next_power_of_2(splits)), BLOCK_DV=block_dv,
+        num_warps=1,
     )  # fmt: skip
     return out
 
