@@ -23,6 +23,8 @@ import math
 
 import torch
 
+from . import is_interpreted
+
 try:
     import triton
     import triton.language as tl
@@ -131,17 +133,7 @@ if triton is not None:
         tl.store(OUT + b * so_b + head * so_h + qpos * so_s + dv, out.to(OUT.dtype.element_ty), mask=dv < DV)
 
 
-def _is_interpreted() -> bool:
-    if triton is None:
-        return False
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
-    except ImportError:  # pragma: no cover
-        return False
-    return isinstance(_decode_attention_kernel, InterpretedFunction)
-
-
-INTERPRETED = _is_interpreted()
+INTERPRETED = triton is not None and is_interpreted(_decode_attention_kernel)
 
 
 def reference(q, k, v, mask=None, scale=None, is_causal=False) -> torch.Tensor:

@@ -32,6 +32,8 @@ from typing import Optional
 import torch
 from torch.library import triton_op, wrap_triton
 
+from . import is_interpreted
+
 try:
     import triton
     import triton.language as tl
@@ -192,17 +194,7 @@ if triton is not None:
     _gemv_m16 = triton.autotune(configs=_configs(dot=True), key=_KEY)(_gemv_kernel)
 
 
-def _is_interpreted() -> bool:
-    if triton is None:
-        return False
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
-    except ImportError:  # pragma: no cover
-        return False
-    return isinstance(_gemv_kernel, InterpretedFunction)
-
-
-INTERPRETED = _is_interpreted()
+INTERPRETED = triton is not None and is_interpreted(_gemv_kernel)
 
 
 def _block_m(m: int) -> int:

@@ -37,6 +37,8 @@ from typing import Optional
 import torch
 from torch.library import triton_op, wrap_triton
 
+from . import is_interpreted
+
 try:
     import triton
     import triton.language as tl
@@ -137,18 +139,8 @@ if triton is not None:
         tl.store(Y + rows * stride_y + cols, n.to(Y.dtype.element_ty), mask=mask)
 
 
-def _is_interpreted() -> bool:
-    if triton is None:
-        return False
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
-    except ImportError:  # pragma: no cover - very old triton
-        return False
-    return isinstance(_norm_kernel.fn, InterpretedFunction)
-
-
 # True when TRITON_INTERPRET=1 was set before triton was imported: the kernel then runs on CPU tensors.
-INTERPRETED = _is_interpreted()
+INTERPRETED = triton is not None and is_interpreted(_norm_kernel.fn)
 
 
 @functools.lru_cache(maxsize=None)

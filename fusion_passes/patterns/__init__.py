@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 from types import ModuleType
 
-__all__ = ["BUILTIN", "HOOKS", "available_patterns", "get_family", "register_pattern", "resolve"]
+__all__ = ["BUILTIN", "HOOKS", "available_patterns", "env_policy", "get_family", "register_pattern", "resolve"]
 
 HOOKS = ("joint", "post_grad")
 
@@ -35,6 +36,15 @@ BUILTIN: dict[str, str] = {
 
 _extra: dict[str, ModuleType] = {}  # families added at run time with register_pattern
 _loaded: dict[str, ModuleType] = {}
+
+
+def env_policy(env: str, choices: tuple[str, ...]) -> str:
+    """A family's policy from environment variable ``env`` (default ``choices[0]``); a clear error otherwise.
+    Families return it from ``cache_key()``, so changing it misses the FX graph cache."""
+    value = os.environ.get(env, choices[0])
+    if value not in choices:
+        raise ValueError(f"{env}={value!r}; use one of {', '.join(choices)}")
+    return value
 
 
 def _present(name: str) -> bool:

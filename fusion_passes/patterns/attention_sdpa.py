@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +43,7 @@ import torch
 import torch.fx as fx
 import torch.nn.functional as F
 
+from . import env_policy
 from ..graph_utils import dtype_of, is_op, op_name, tensor_bytes, val
 from ..kernels import decode_attention as decode_kernel
 
@@ -60,10 +60,7 @@ DECODE_POLICIES = ("auto", "always")
 def decode_policy() -> str:
     """"auto": decode-sized attention on CUDA runs ``fusion_passes.decode_attention``; "always": on every
     device (elsewhere the op runs as torch: for tests)."""
-    value = os.environ.get(DECODE_POLICY_ENV, "auto")
-    if value not in DECODE_POLICIES:
-        raise ValueError(f"{DECODE_POLICY_ENV}={value!r}; use one of {', '.join(DECODE_POLICIES)}")
-    return value
+    return env_policy(DECODE_POLICY_ENV, DECODE_POLICIES)
 
 
 def cache_key() -> str:

@@ -28,7 +28,6 @@ Above 16 rows the linears are left to cuBLAS and ``qkv_packing``.
 
 from __future__ import annotations
 
-import os
 
 import torch
 import torch.fx as fx
@@ -36,7 +35,7 @@ import torch.fx as fx
 from .. import graph_utils, linears
 from ..graph_utils import dtype_of, is_op, val
 from ..kernels import gemv
-from . import residual_norm
+from . import env_policy, residual_norm
 
 NAME = "decode_gemv"
 HOOK = "post_grad"
@@ -56,10 +55,7 @@ _OP = torch.ops.fusion_passes.decode_gemv.default
 
 
 def policy() -> str:
-    value = os.environ.get(POLICY_ENV, "auto")
-    if value not in POLICIES:
-        raise ValueError(f"{POLICY_ENV}={value!r}; use one of {', '.join(POLICIES)}")
-    return value
+    return env_policy(POLICY_ENV, POLICIES)
 
 
 def cache_key() -> str:

@@ -42,7 +42,6 @@ same graphs run and match eager, but that is a correctness path, slower than Ind
 from __future__ import annotations
 
 import operator
-import os
 from dataclasses import dataclass
 
 import torch
@@ -50,6 +49,7 @@ import torch.fx as fx
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from .. import graph_utils
+from . import env_policy
 from ..graph_utils import dtype_of, is_op, val
 from ..kernels import norms
 
@@ -63,10 +63,7 @@ POLICIES = ("auto", "always")
 
 
 def policy() -> str:
-    value = os.environ.get(POLICY_ENV, "auto")
-    if value not in POLICIES:
-        raise ValueError(f"{POLICY_ENV}={value!r}; use one of {', '.join(POLICIES)}")
-    return value
+    return env_policy(POLICY_ENV, POLICIES)
 
 
 def cache_key() -> str:

@@ -4,14 +4,11 @@ Runs in Triton's interpreter without a GPU (re-run in a ``TRITON_INTERPRET=1`` s
 kernel tests), directly on CUDA. Shapes are small: the interpreter is slow.
 """
 
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
 
 from fusion_passes.kernels import decode_attention as kernel
+from tests.kernels import run_in_interpreter
 
 DEVICE = "cuda" if torch.cuda.is_available() else ("cpu" if kernel.INTERPRETED else None)
 kernel_test = pytest.mark.skipif(DEVICE is None, reason="runs in the TRITON_INTERPRET=1 subprocess")
@@ -23,11 +20,7 @@ def test_kernels_in_interpreter():
     if kernel.INTERPRETED or torch.cuda.is_available() or not kernel.HAS_TRITON:
         pytest.skip("the kernel tests run directly in this process")
     pytest.importorskip("numpy")
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
-    assert " passed" in proc.stdout.strip().splitlines()[-1]
+    run_in_interpreter(__file__)
 
 
 # (batch, heads, kv heads, q_len, k_len, head dim): GQA x4 decode, MHA with 3 query rows, odd sizes

@@ -6,14 +6,11 @@ compiled kernel directly. The interpreter's bf16 ``tl.dot`` is wrong (triton 3.9
 checked there in fp32/fp16 only; bf16 runs the M = 1 path (and everything on a GPU).
 """
 
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
 
 from fusion_passes.kernels import gemv
+from tests.kernels import run_in_interpreter
 
 DEVICE = "cuda" if torch.cuda.is_available() else ("cpu" if gemv.INTERPRETED else None)
 kernel_test = pytest.mark.skipif(DEVICE is None, reason="runs in the TRITON_INTERPRET=1 subprocess")
@@ -24,12 +21,7 @@ def test_kernels_in_interpreter():
     if gemv.INTERPRETED or torch.cuda.is_available() or not gemv.HAS_TRITON:
         pytest.skip("the kernel tests run directly in this process")
     pytest.importorskip("numpy")
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
-    summary = proc.stdout.strip().splitlines()[-1]
-    assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
+    run_in_interpreter(__file__)
 
 
 def _reference64(x, ws, nw, eps, res, silu, cast):

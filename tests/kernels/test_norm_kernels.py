@@ -9,14 +9,11 @@ The interpreter costs ~20 ms per program, so the shapes are few rows of the larg
 rows only for a small hidden size (where one program handles 16 rows).
 """
 
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
 
 from fusion_passes.kernels import norms
+from tests.kernels import run_in_interpreter
 
 DEVICE = "cuda" if torch.cuda.is_available() else ("cpu" if norms.INTERPRETED else None)
 kernel_test = pytest.mark.skipif(DEVICE is None, reason="runs in the TRITON_INTERPRET=1 subprocess")
@@ -42,12 +39,7 @@ VARIANTS = {
 @pytest.mark.skipif(not norms.HAS_TRITON, reason="triton is not installed")
 def test_kernels_in_interpreter():
     """Run this file's kernel tests with TRITON_INTERPRET=1 (triton is already imported here)."""
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
-    summary = proc.stdout.strip().splitlines()[-1]
-    assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
+    run_in_interpreter(__file__)
 
 
 def _reference(x, residual, weight, bias, eps, rms, offset, cast_before_weight, out_dtype):

@@ -277,15 +277,20 @@ def test_zoo_models(name):
     assert "zoo.py" in m.source and "softmax" in m.source  # the record points at the user's attention code
 
 
-def test_zoo_llama_decode_with_static_cache():
+def static_cache_decode(dtype=torch.float32):
+    """A one-layer zoo Llama and two identical filled static caches (eager's and the compiled model's)."""
     torch.manual_seed(0)
     config = zoo.LlamaConfig(num_hidden_layers=1)
-    model = zoo.LlamaForCausalLM(config).eval()
-    caches = [zoo.StaticKVCache(config, batch=B, max_len=16) for _ in range(2)]
+    model = zoo.LlamaForCausalLM(config).to(dtype).eval()
+    caches = [zoo.StaticKVCache(config, batch=B, max_len=16, dtype=dtype) for _ in range(2)]
     for c in caches:
         for name, buf in c.named_buffers():
             buf.copy_(torch.randn(buf.shape, generator=torch.Generator().manual_seed(len(name))))
-    ids, pos = torch.randint(0, 256, (B, 1)), torch.tensor([5])
+    return model, caches, torch.randint(0, 256, (B, 1)), torch.tensor([5])
+
+
+def test_zoo_llama_decode_with_static_cache():
+    model, caches, ids, pos = static_cache_decode()
     with torch.no_grad():
         ref = model(ids, cache=caches[0], cache_position=pos)
         out, recs = compile_with_records(lambda i: model(i, cache=caches[1], cache_position=pos), ids,
@@ -520,14 +525,7 @@ def decode_everywhere(monkeypatch):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_decode_kernel_zoo_llama_static_cache(decode_everywhere, dtype):
     """Decode step over a static cache: one decode_attention, K/V not repeated (GQA in-kernel), mask passed."""
-    torch.manual_seed(0)
-    config = zoo.LlamaConfig(num_hidden_layers=1)
-    model = zoo.LlamaForCausalLM(config).to(dtype).eval()
-    caches = [zoo.StaticKVCache(config, batch=B, max_len=16, dtype=dtype) for _ in range(2)]
-    for c in caches:
-        for name, buf in c.named_buffers():
-            buf.copy_(torch.randn(buf.shape, generator=torch.Generator().manual_seed(len(name))))
-    ids, pos = torch.randint(0, 256, (B, 1)), torch.tensor([5])
+    model, caches, ids, pos = static_cache_decode(dtype)
     with torch.no_grad():
         ref = model(ids, cache=caches[0], cache_position=pos)
         out, recs = compile_with_records(lambda i: model(i, cache=caches[1], cache_position=pos), ids,
