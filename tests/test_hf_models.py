@@ -108,3 +108,86 @@ def test_hf_model_fuses_and_matches_eager(build):
     assert expect <= fired, f"expected {expect - fired} to fire; near misses: " + "; ".join(
         f"{n.pattern}: {n.reason}" for r in recs for n in r.near_misses)
     assert not [e for r in recs for e in r.errors]
+
+
+# --------------------------------------------------------------------------------------------- decode
+
+
+DECODE_CASES = {
+    # model -> (config class, model class): decode steps over HF's StaticCache
+    "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": None}),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),  # q/k/v with bias: concatenated outputs + bias in the graph
+    "gemma": ("GemmaConfig", "GemmaForCausalLM", {"head_dim": 16}),  # (1 + w) norm, gelu MLP: no silu epilogue
+}
+
+
+@pytest.fixture
+def decode_kernels_everywhere(monkeypatch):
+    """decode_gemv and the decode attention kernel act on CUDA only; here they run (as torch) on CPU too."""
+    from fusion_passes.patterns import attention_sdpa, decode_gemv
+
+    monkeypatch.setenv(decode_gemv.POLICY_ENV, "always")
+    monkeypatch.setenv(attention_sdpa.DECODE_POLICY_ENV, "always")
+
+
+def _causal_lm(name):
+    cfg_cls, model_cls, extra = DECODE_CASES[name]
+    cfg = getattr(transformers, cfg_cls)(**DECODER, **extra)
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(0)
+    return getattr(transformers, model_cls)(cfg).eval()
+
+
+def _greedy(model, prompt, steps):
+    """Greedy decoding over a StaticCache: (tokens, logits per step)."""
+    cache = transformers.StaticCache(config=model.config, max_cache_len=prompt.shape[1] + steps)
+    n = prompt.shape[1]
+    with torch.no_grad():
+        logits = model(input_ids=prompt, past_key_values=cache, cache_position=torch.arange(n), use_cache=True).logits
+        tok, toks, all_logits = logits[:, -1:].argmax(-1), [], []
+        for i in range(steps):
+            pos = torch.tensor([n + i])
+            logits = model(input_ids=tok, past_key_values=cache, cache_position=pos,
+                           position_ids=pos[None].expand(prompt.shape[0], 1), use_cache=True).logits
+            all_logits.append(logits)
+            tok = logits[:, -1:].argmax(-1)
+            toks.append(tok)
+    return torch.cat(toks, 1), all_logits
+
+
+@pytest.mark.parametrize("name", ["qwen2", "gemma"])  # llama: the generation test below; mistral: llama's graph
+def test_hf_decode_step_with_decode_kernels(decode_kernels_everywhere, name):
+    import fusion_passes
+
+    model = _causal_lm(name)
+    prompt = _ids(batch=2, seq=6)
+    expected, _ = _greedy(model, prompt, 2)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=fusion_passes.backend())
+    with fusion_passes.capture() as recs:
+        got, logits = _greedy(compiled, prompt, 2)
+    _, ref_logits = _greedy(model, prompt, 2)
+    assert torch.equal(got, expected)
+    for a, b in zip(logits, ref_logits):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    decode = [m for r in recs for m in r.matches if m.pattern == "decode_gemv"]
+    attn = [m for r in recs for m in r.matches if m.pattern == "attention_sdpa" and "decode" in m.detail["kernel"]]
+    assert len(decode) >= 3 * 2 + 1 and len(attn) >= 2, [(m.pattern, m.detail) for r in recs for m in r.matches]
+    assert not [e for r in recs for e in r.errors]
+
+
+def test_hf_llama_64_token_greedy_generation_matches_eager(decode_kernels_everywhere):
+    """#8: 64 greedy tokens with every family (decode kernels included) give eager's tokens (fp32, seeded)."""
+    import fusion_passes
+
+    model = _causal_lm("llama")
+    prompt = _ids(batch=1, seq=8)
+    expected, ref_logits = _greedy(model, prompt, 64)
+    torch._dynamo.reset()
+    with fusion_passes.capture() as recs:
+        got, logits = _greedy(torch.compile(model, backend=fusion_passes.backend()), prompt, 64)
+    fired = {m.pattern for r in recs for m in r.matches}
+    assert {"decode_gemv", "attention_sdpa"} <= fired
+    assert torch.equal(got, expected)
+    assert max((a - b).abs().max().item() for a, b in zip(logits, ref_logits)) < 1e-4

@@ -23,7 +23,8 @@ Fires only when: the row count M is static and <= 16 (``kernels.gemv.MAX_ROWS``)
 for tests); weights are distinct 2-D contiguous graph inputs of the activation's dtype (no freezing
 constants, not mutated), K static; every intermediate it absorbs (normalised input, GEMM outputs, silu) has
 no other user; biases only where outputs are concatenated (added back in the graph); autograd is off.
-Above 16 rows the linears are left to cuBLAS and ``qkv_packing``.
+Above 16 rows the linears are left to cuBLAS and ``qkv_packing``; so are the shapes where our GEMV measured
+slower than cuBLAS (see ``HUGE_WEIGHT_BYTES`` / ``BATCHED_MAX_WEIGHT_BYTES``).
 """
 
 from __future__ import annotations
@@ -131,6 +132,25 @@ def _same_shape(a: fx.Node, b: fx.Node) -> bool:
     return isinstance(va, torch.Tensor) and isinstance(vb, torch.Tensor) and tuple(va.shape) == tuple(vb.shape)
 
 
+# Where our GEMV measured slower than cuBLAS on the H200 (benchmarks/results/gemv_h200_torch2.11.0.json, per call
+# under CUDA graphs), the linears are left to cuBLAS even though the fused norm / epilogue would save a small kernel:
+# - the 128K-row lm_head (525 MB of weights in Llama-1B): 136 vs 126 us at M = 1, 160 vs 129 us at M = 8;
+# - at M = 2..16 (the 16-row tl.dot tile) every weight above ~16 MB: down 12.5 vs 9.1 us, 8B o 11.8 vs 8.9 us,
+#   8B gate/up 73 vs 60 us; below it ours wins or ties (q/k/v 9.7 vs 14.9 us, o 6.3 vs 5.1 us + the add saved).
+HUGE_WEIGHT_BYTES = 256 << 20
+BATCHED_MAX_WEIGHT_BYTES = 16 << 20
+
+
+def _check_measured_faster(m: int, lins: list[linears.Linear]) -> None:
+    weight_bytes = sum(graph_utils.tensor_bytes(lin.weight) for lin in lins)
+    if weight_bytes >= HUGE_WEIGHT_BYTES:
+        raise _NoMatch(f"left to cuBLAS: {weight_bytes >> 20} MiB of weights, where our GEMV measured ~7% slower "
+                       f"(>= {HUGE_WEIGHT_BYTES >> 20} MiB, e.g. a 128K-vocabulary lm_head)")
+    if m > 1 and weight_bytes > BATCHED_MAX_WEIGHT_BYTES:
+        raise _NoMatch(f"left to cuBLAS: {m} rows x {weight_bytes >> 20} MiB of weights, where our 16-row GEMV tile "
+                       f"measured slower (M > 1 and > {BATCHED_MAX_WEIGHT_BYTES >> 20} MiB)")
+
+
 # ------------------------------------------------------------------------------------------ residual epilogue
 
 
@@ -149,6 +169,7 @@ def _fuse_residual(graph: fx.Graph, mm: fx.Node, ctx) -> None:
         raise _NoMatch(f"residual add not fused into the GEMV: it mixes {dtype_of(residual)} and {dtype_of(mm)}")
     lin = _linear(mm)
     m, n = val(mm).shape
+    _check_measured_faster(m, [lin])
     fake = linears.FakeEval(val(add))
     with graph.inserting_before(add):
         res2 = fake.call(graph, aten.reshape.default, residual, [m, n])
@@ -192,6 +213,7 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx) -> None:
         if any(lin.bias is not None for lin in lins):
             silu = None
     m, k = val(lins[0].x2).shape
+    _check_measured_faster(m, lins)
     fake = linears.FakeEval(val(norm.x))
     tail = [norm.weight, norm.eps, norm.weight_offset, norm.cast_before_weight, None, silu is not None]
     with graph.inserting_after(norm.y):

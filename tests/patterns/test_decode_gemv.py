@@ -207,6 +207,24 @@ def test_mixed_dtype_residual_is_not_fused(always):
     assert matches(recs) == []
 
 
+@pytest.mark.parametrize("rows, mib, fused", [(1, 12, True), (1, 64, True), (1, 512, False), (8, 12, True),
+                                              (8, 32, False)])
+def test_shapes_measured_slower_than_cublas_are_declined(rows, mib, fused):
+    """The lm_head-sized weight at any M, and large weights at M > 1, measured slower than cuBLAS on the H200."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        w = torch.empty(mib * 1024 * 1024 // 2 // 2048, 2048, dtype=torch.bfloat16)
+    node = torch.fx.Graph().placeholder("w")
+    node.meta["val"] = w
+    lin = decode_gemv.linears.Linear(mm=None, x2=None, weight=node, bias=None, width=w.shape[0], k=2048)
+    if fused:
+        decode_gemv._check_measured_faster(rows, [lin])
+    else:
+        with pytest.raises(decode_gemv._NoMatch, match="left to cuBLAS"):
+            decode_gemv._check_measured_faster(rows, [lin])
+
+
 def test_unknown_policy_is_a_clear_error(monkeypatch):
     monkeypatch.setenv(decode_gemv.POLICY_ENV, "sometimes")
     with pytest.raises(ValueError, match="auto, always"):
