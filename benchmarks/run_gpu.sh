@@ -6,6 +6,8 @@
 #   bash benchmarks/run_gpu.sh profile   # per-kernel time of one decode step, stock vs ours
 #   bash benchmarks/run_gpu.sh gemv      # decode GEMV kernels vs cuBLAS / Inductor, llama-1b and -8b shapes
 #   bash benchmarks/run_gpu.sh decode8b  # llama-8b-shaped decode step, stock vs ours (CUDA graphs)
+#   bash benchmarks/run_gpu.sh prefill_cg  # llama-1b prefill 512/2048 at batch 1 and 8 with CUDA graphs
+#   bash benchmarks/run_gpu.sh prefill8b   # llama-8b-shaped prefill 2048, batch 1
 # Results land in $OUT (the device tool brings them back) and are then copied to benchmarks/results/.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -32,5 +34,12 @@ case "${1:-}" in
     python3 benchmarks/bench_e2e.py --model llama-8b --attn eager sdpa --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+cudagraphs --budget-s 420 --out "$OUT/e2e_decode_8b.json" 2>&1 \
       | grep -v Warning | tail -12 ;;
-  *) echo "usage: $0 tests|decode|prefill|profile|gemv|decode8b" >&2; exit 2 ;;
+  prefill_cg)
+    python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads prefill-512 prefill-2048 --batches 1 8 \
+      --variants stock+cudagraphs fusion_passes+cudagraphs --budget-s 480 --out "$OUT/e2e_prefill_cg.json" 2>&1 \
+      | grep -v Warning | tail -20 ;;
+  prefill8b)
+    python3 benchmarks/bench_e2e.py --model llama-8b --attn eager sdpa --workloads prefill-2048 --batches 1 \
+      --variants stock fusion_passes --budget-s 420 --out "$OUT/e2e_prefill_8b.json" 2>&1 | grep -v Warning | tail -10 ;;
+  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|profile|gemv" >&2; exit 2 ;;
 esac
