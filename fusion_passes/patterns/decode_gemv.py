@@ -101,7 +101,7 @@ def _in_scope(x2: fx.Node, mm: fx.Node, ctx) -> bool:
 # ------------------------------------------------------------------------------------------ matching
 
 
-def _linear(mm: fx.Node, x2: fx.Node | None = None) -> linears.Linear:
+def _linear(mm: fx.Node) -> linears.Linear:
     """``mm`` as a linear this kernel can run, or _NoMatch with the reason."""
     lin = linears.as_linear(mm)
     if isinstance(lin, str):
