@@ -238,9 +238,12 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx) -> None:
                     saved_bytes=sum(graph_utils.tensor_bytes(n) for n in norm.interior))
         start, dead = 0, []
         for lin in lins:
-            with graph.inserting_after(last):
-                piece = fake.call(graph, aten.slice.Tensor, outs[0], 1, start, start + lin.width)
-            inserted.append(piece)
+            if len(lins) == 1:
+                piece = outs[0]  # the whole output (an lm_head): no slice, so no copy where it is returned
+            else:
+                with graph.inserting_after(last):
+                    piece = fake.call(graph, aten.slice.Tensor, outs[0], 1, start, start + lin.width)
+                inserted.append(piece)
             last = piece
             if lin.bias is not None:
                 with graph.inserting_after(piece):

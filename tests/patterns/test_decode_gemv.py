@@ -78,6 +78,7 @@ def test_llama_decode_step_parity_and_ops(always, dtype, batch):
     assert len(qkv) == layers
     assert qkv[0].detail["prologue"] == ("rms_norm (fp32 weight)" if dtype == torch.float32 else "rms_norm (llama)")
     assert all(m.source for m in ms), "every match names a source line"
+    assert after.get("aten.clone", 0) == before.get("aten.clone", 0)  # the lm_head's logits are not copied
 
 
 def test_real_transformers_llama_decode(always):
