@@ -57,6 +57,7 @@ def per_call_ms(fn, device: str, calls: int = 50) -> float:
     if not device.startswith("cuda"):
         import time
 
+        fn()  # compile / warm up outside the timing
         t0 = time.perf_counter()
         for _ in range(3):
             fn()

@@ -5,6 +5,7 @@
 #   bash benchmarks/run_gpu.sh prefill   # llama-1b prefill 512/2048
 #   bash benchmarks/run_gpu.sh profile   # per-kernel time of one decode step, stock vs ours
 #   bash benchmarks/run_gpu.sh gemv      # decode GEMV kernels vs cuBLAS / Inductor, llama-1b and -8b shapes
+#   bash benchmarks/run_gpu.sh kernels   # prefill attention / packed QKV and decode attention, ours vs Inductor
 #   bash benchmarks/run_gpu.sh decode8b  # llama-8b-shaped decode step, stock vs ours (CUDA graphs)
 #   bash benchmarks/run_gpu.sh prefill_cg  # llama-1b prefill 512/2048 at batch 1 and 8 with CUDA graphs
 #   bash benchmarks/run_gpu.sh prefill8b   # llama-8b-shaped prefill 2048, batch 1
@@ -28,6 +29,9 @@ case "${1:-}" in
     python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads prefill-2048 prefill-512 --batches 1 \
       --variants eager stock fusion_passes --budget-s 420 --out "$OUT/e2e_prefill.json" 2>&1 \
       | grep -v Warning | tail -30 ;;
+  kernels)
+    python3 benchmarks/bench_prefill_kernels.py --out "$OUT/prefill_kernels.json" 2>&1 | grep "^\[prefill\]"
+    python3 benchmarks/bench_decode_attention.py --out "$OUT/decode_attention.json" 2>&1 | grep "^\[attn\]" ;;
   gemv)
     python3 benchmarks/bench_gemv.py --out "$OUT/gemv.json" 2>&1 | grep -v Warn | tail -70 ;;
   decode8b)
@@ -41,5 +45,5 @@ case "${1:-}" in
   prefill8b)
     python3 benchmarks/bench_e2e.py --model llama-8b --attn eager sdpa --workloads prefill-2048 --batches 1 \
       --variants stock fusion_passes --budget-s 420 --out "$OUT/e2e_prefill_8b.json" 2>&1 | grep -v Warning | tail -10 ;;
-  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|profile|gemv" >&2; exit 2 ;;
+  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|profile|gemv|kernels" >&2; exit 2 ;;
 esac

@@ -48,3 +48,13 @@ def test_gemv_bench_tiny_cpu(tmp_path):
     assert {(r["linear"], r["rows"], r["variant"]) for r in recs} >= {("gate_up", 3, "ours"), ("down", 1, "cublas")}
     ours = [r for r in recs if r["variant"] == "ours"]
     assert ours and all(r["us"] > 0 and r["max_err_vs_fp64"] < 1e-4 for r in ours)  # fp32 on CPU
+
+
+def test_prefill_kernels_bench_tiny_cpu(tmp_path):
+    import bench_prefill_kernels
+
+    out = tmp_path / "prefill.json"
+    assert bench_prefill_kernels.main(["--tiny", "--out", str(out)]) == 0
+    recs = json.loads(out.read_text())["records"]
+    assert {(r["family"], r["variant"]) for r in recs} == {(f, v) for f in ("attention", "qkv") for v in ("stock", "ours")}
+    assert all(r["us"] > 0 and r["max_err"] < 1e-4 for r in recs)  # fp32 on CPU: the rewrites' ops match
