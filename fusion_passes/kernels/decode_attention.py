@@ -31,10 +31,12 @@ try:
 except ImportError:  # CPU-only torch without triton
     triton = None
 
-__all__ = ["decode_attention", "reference", "MAX_QUERY", "HAS_TRITON", "INTERPRETED"]
+__all__ = ["decode_attention", "reference", "MAX_QUERY", "MAX_ROWS", "MAX_HEAD_DIM", "HAS_TRITON", "INTERPRETED"]
 
 HAS_TRITON = triton is not None
-MAX_QUERY = 16  # Sq * (H // Hkv) rows per program are held in one tile of up to 64 rows
+MAX_QUERY = 16
+MAX_ROWS = 64  # Sq * (H // Hkv): the query rows sharing one KV head, held in one tile
+MAX_HEAD_DIM = 256
 _TARGET_PROGRAMS = 256  # about two programs per SM of an H100/H200
 _MAX_SPLITS = 64
 
@@ -158,7 +160,7 @@ def _use_triton(q: torch.Tensor) -> bool:
 def _impl(q, k, v, mask, scale, is_causal):
     b, h, sq, dim = q.shape
     h_kv, sk, dv = k.shape[1], k.shape[2], v.shape[3]
-    if not _use_triton(q) or h % h_kv or sq * (h // h_kv) > 64:
+    if not _use_triton(q) or h % h_kv or sq * (h // h_kv) > MAX_ROWS or max(dim, dv) > MAX_HEAD_DIM:
         return reference(q, k, v, mask, scale, is_causal)
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
     out = torch.empty((b, h, sq, dv), dtype=q.dtype, device=q.device)

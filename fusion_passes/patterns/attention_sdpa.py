@@ -582,6 +582,8 @@ def _decide_mask_and_gqa(attn: _Attention) -> None:
     kind = _constant_mask_kind(attn, q_len, k_len) if attn.mask else None
     if kind is not None:
         attn.mask, attn.is_causal, attn.mask_dropped = [], kind == "causal", kind
+    if attn.decode and not _fits_decode_kernel(attn, q_len):
+        attn.decode = False  # SDPA as for longer queries
     sources = attn.kv_sources
     if sources is None:
         return
@@ -591,6 +593,13 @@ def _decide_mask_and_gqa(attn: _Attention) -> None:
         attn.k, attn.v, kv_prep = sources
         attn.enable_gqa = True
         attn.chain.extend(kv_prep)
+
+
+def _fits_decode_kernel(attn: _Attention, q_len: int) -> bool:
+    """The decode kernel holds the query rows of one KV head (q_len x heads per KV head) and a head in one tile."""
+    dims = [_shape(attn.q)[-1], _shape(attn.v)[-1]]
+    return (q_len * attn.repeat <= decode_kernel.MAX_ROWS
+            and all(isinstance(d, int) and d <= decode_kernel.MAX_HEAD_DIM for d in dims))
 
 
 # --------------------------------------------------------------------------------------------- the rewrite

@@ -541,6 +541,24 @@ def test_decode_kernel_zoo_llama_static_cache(decode_everywhere, dtype):
     torch.testing.assert_close(out, ref, atol=tol, rtol=tol)
 
 
+@pytest.mark.parametrize("q_len, kernel", [(1, "fusion_passes.decode_attention"), (16, "sdpa")])
+def test_decode_kernel_only_where_its_tile_fits(decode_everywhere, q_len, kernel):
+    """One KV head's query rows (q_len x heads per KV head) must fit the kernel's 64-row tile; else SDPA."""
+    q = torch.randn(1, 8, q_len, 16)  # 8 heads share one KV head: 8 or 128 rows
+    k, v, mask = torch.randn(1, 1, 20, 16), torch.randn(1, 1, 20, 16), padding_mask(1, q_len, 20)
+
+    def attention(q, k, v, mask):
+        k, v = repeat_kv(k, 8), repeat_kv(v, 8)
+        w = F.softmax(q @ k.transpose(2, 3) * 0.25 + mask, dim=-1, dtype=torch.float32).to(q.dtype)
+        return w @ v
+
+    with torch.no_grad():
+        out, recs = compile_with_records(attention, q, k, v, mask, patterns=PATTERN)
+    (m,) = matches(recs)
+    assert m.detail["kernel"].startswith(kernel)
+    torch.testing.assert_close(out, attention(q, k, v, mask), atol=1e-5, rtol=1e-5)
+
+
 def test_decode_kernel_causal_short_prompt(decode_everywhere):
     """q_len = k_len <= 16 with HF's in-graph causal mask: proven causal, the kernel masks key j > query i."""
     model, args = zoo.build("llama", batch=2, seq=8)
