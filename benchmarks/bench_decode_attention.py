@@ -23,7 +23,7 @@ import fusion_passes.kernels.decode_attention as kernel  # noqa: E402
 
 
 def eager_attention(q, k, v, mask, scale):
-    """HF ``eager_attention_forward`` with ``repeat_kv``."""
+    """HF ``eager_attention_forward`` with ``repeat_kv``: q [B, H, Sq, D], k/v [B, Hkv, Sk, D], mask [.., Sq, Sk]."""
     group = q.shape[1] // k.shape[1]
     k = k[:, :, None].expand(-1, -1, group, -1, -1).reshape(q.shape[0], -1, *k.shape[2:])
     v = v[:, :, None].expand(-1, -1, group, -1, -1).reshape(q.shape[0], -1, *v.shape[2:])

@@ -22,19 +22,11 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
+from bench_decode_attention import eager_attention  # noqa: E402 - HF's eager attention with repeat_kv
 from bench_gemv import per_call_ms  # noqa: E402
 from common import environment, results_path, save_records  # noqa: E402
 
 import fusion_passes.kernels.packed_linear  # noqa: E402,F401 - registers the op
-
-
-def eager_attention(q, k, v, mask, scale):
-    """HF ``eager_attention_forward`` with ``repeat_kv``: q [B, H, S, D], k/v [B, Hkv, S, D], mask [1, 1, S, S]."""
-    group = q.shape[1] // k.shape[1]
-    k = k[:, :, None].expand(-1, -1, group, -1, -1).reshape(q.shape[0], -1, *k.shape[2:])
-    v = v[:, :, None].expand(-1, -1, group, -1, -1).reshape(q.shape[0], -1, *v.shape[2:])
-    s = torch.matmul(q, k.transpose(2, 3)) * scale + mask
-    return torch.matmul(torch.softmax(s, dim=-1, dtype=torch.float32).to(q.dtype), v)
 
 
 def sdpa_attention(q, k, v, scale):
