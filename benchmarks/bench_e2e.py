@@ -14,7 +14,6 @@ of the HBM roofline (weight bytes / time / measured copy bandwidth). Prints a ta
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
