@@ -97,6 +97,11 @@ def dtype_of(node) -> torch.dtype | None:
     return t.dtype if isinstance(t, torch.Tensor) else None
 
 
+def sole_user(node: fx.Node) -> fx.Node | None:
+    """The one node that uses ``node``, or None when it has no user or several."""
+    return next(iter(node.users)) if len(node.users) == 1 else None
+
+
 def tensor_bytes(node_or_tensor) -> int:
     """Bytes of the tensor a node produces (or of a tensor); 0 when unknown.
 

@@ -44,7 +44,7 @@ import torch.fx as fx
 import torch.nn.functional as F
 
 from . import env_policy
-from ..graph_utils import dtype_of, is_op, op_name, tensor_bytes, val
+from ..graph_utils import dtype_of, is_op, op_name, sole_user, tensor_bytes, val
 from ..kernels import decode_attention as decode_kernel
 
 NAME = "attention_sdpa"
@@ -143,10 +143,6 @@ def _fmt(shape) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
-def _sole_user(node: fx.Node) -> fx.Node | None:
-    return next(iter(node.users)) if len(node.users) == 1 else None
-
-
 def _is_identity(node: fx.Node) -> bool:
     """Ops that leave the values (and the shape) of their first input unchanged."""
     if is_op(node, aten.clone, aten.alias, aten.contiguous):
@@ -211,11 +207,11 @@ def _softmax_at(x: fx.Node) -> _Softmax | None:
         return None
     amax = amax[0]
     sub = next((u for u in users if is_op(u, aten.sub) and u.args[:2] == (x, amax)), None)
-    exp = sub and _sole_user(sub)
+    exp = sub and sole_user(sub)
     if exp is None or len(amax.users) != 1 or not is_op(exp, aten.exp) or len(exp.users) != 2:
         return None
     total = next((u for u in exp.users if is_op(u, aten.sum) and u.args[0] is exp), None)
-    div = total and _sole_user(total)
+    div = total and sole_user(total)
     if div is None or not is_op(div, aten.div) or div.args[:2] != (exp, total) or div not in exp.users:
         return None
     dims = list(amax.args[1]) if len(amax.args) > 1 else []
@@ -307,7 +303,7 @@ def _match(bmm1: fx.Node, grad_enabled: bool) -> _Attention:
 
     # scores [N, Sq, Sk] -> [*batch, Sq, Sk]
     node = bmm1
-    user = _sole_user(node)
+    user = sole_user(node)
     if len(batch) > 1:
         if user is None or not is_op(user, *_FLATTEN) or not _same_shape(_shape(user)[:-2], batch):
             raise _Miss(bmm1, "the scores bmm is not viewed back to the query's batch dims", report=False)
@@ -342,7 +338,7 @@ def _walk_scores(node: fx.Node, attn: _Attention, grad_enabled: bool) -> _Softma
         if softmax is not None:
             attn.chain.extend(softmax.nodes)
             return softmax
-        user = _sole_user(node)
+        user = sole_user(node)
         if user is None:
             if not _attention_ahead(node):
                 raise _Miss(node, "scores have several users", report=False)
@@ -423,14 +419,14 @@ def _mask_fill(op: fx.Node, fill) -> float:
 def _walk_weights(node: fx.Node, attn: _Attention, grad_enabled: bool) -> fx.Node:
     """Walk from the softmax output to the bmm with V (through casts, eval-mode dropout, matmul's expand/view)."""
     for _ in range(_MAX_CHAIN):
-        user = _sole_user(node)
+        user = sole_user(node)
         if user is None:
             raise _users_miss(node, "weights (softmax output)", grad_enabled)
         if is_op(user, aten.bmm) and user.args[0] is node:
             attn.chain.append(user)
             return user
         ok = _is_identity(user) or is_op(user, prims.convert_element_type, aten._to_copy)
-        after = _sole_user(user)
+        after = sole_user(user)
         if is_op(user, *_FLATTEN) and after is not None and is_op(after, aten.bmm):
             ok = _same_shape(_shape(user)[-2:], _shape(node)[-2:])
         if not ok:
@@ -457,7 +453,7 @@ def _match_operands(bmm1: fx.Node, bmm2: fx.Node, batch: tuple, attn: _Attention
 
     output = bmm2
     if len(batch) > 1:
-        output = _sole_user(bmm2)
+        output = sole_user(bmm2)
         want = (*batch, *_shape(bmm2)[-2:])
         if output is None or not is_op(output, *_FLATTEN) or not _same_shape(_shape(output), want):
             raise _Miss(bmm2, "attn @ V is not viewed back to the query's batch dims")

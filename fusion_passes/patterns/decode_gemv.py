@@ -34,7 +34,7 @@ import torch
 import torch.fx as fx
 
 from .. import graph_utils, linears
-from ..graph_utils import dtype_of, is_op, val
+from ..graph_utils import dtype_of, is_op, sole_user, val
 from ..kernels import gemv
 from . import env_policy, residual_norm
 
@@ -116,14 +116,9 @@ def _linear(mm: fx.Node) -> linears.Linear:
     return lin
 
 
-def _single_user(node: fx.Node) -> fx.Node | None:
-    users = list(node.users)
-    return users[0] if len(users) == 1 else None
-
-
 def _through_reshape(node: fx.Node) -> fx.Node:
     """The single reshape user of ``node`` (a GEMM's [M, N] back to [B, S, N]), or ``node`` itself."""
-    user = _single_user(node)
+    user = sole_user(node)
     return user if user is not None and is_op(user, *_RESHAPES) else node
 
 
@@ -158,7 +153,7 @@ def _check_measured_faster(m: int, lins: list[linears.Linear]) -> None:
 def _fuse_residual(graph: fx.Graph, mm: fx.Node, ctx) -> None:
     """``add(residual, reshape(mm(x2, W.T)))`` -> ``reshape(decode_gemv(x2, W, residual=residual))``."""
     out = _through_reshape(mm)
-    add = _single_user(out)
+    add = sole_user(out)
     if not _in_scope(mm.args[0], mm, ctx):
         raise _NoMatch("")
     if add is None or not is_op(add, aten.add) or len(add.args) != 2 or add.kwargs.get("alpha", 1) != 1:
@@ -282,10 +277,10 @@ def _silu_mul(lins: list[linears.Linear]):
         if silu is None:
             continue
         s, chain = silu
-        mul = _single_user(s)
+        mul = sole_user(s)
         if mul is None or not is_op(mul, aten.mul) or len(mul.args) != 2 or set(mul.args) != {s, u}:
             continue
-        if _single_user(u) is not mul or not _same_shape(s, u) or not _same_shape(mul, u):
+        if sole_user(u) is not mul or not _same_shape(s, u) or not _same_shape(mul, u):
             continue
         if dtype_of(mul) != dtype_of(gate.mm):
             continue
@@ -295,7 +290,7 @@ def _silu_mul(lins: list[linears.Linear]):
 
 def _silu_chain(g: fx.Node) -> tuple[fx.Node, list[fx.Node]] | None:
     """(silu output in g's dtype, interior nodes) for ``silu(g)`` in one of its post-grad forms."""
-    user = _single_user(g)
+    user = sole_user(g)
     if user is not None and is_op(user, aten.silu):
         return user, [user]
     a, chain = g, []
@@ -307,19 +302,19 @@ def _silu_chain(g: fx.Node) -> tuple[fx.Node, list[fx.Node]] | None:
     out = None
     for node in users:
         if is_op(node, aten.neg) and node.args[0] is a:  # a / (1 + exp(-a))
-            exp = _single_user(node)
-            add = _single_user(exp) if exp is not None and is_op(exp, aten.exp) else None
-            div = _single_user(add) if add is not None and is_op(add, aten.add) and 1 in add.args else None
+            exp = sole_user(node)
+            add = sole_user(exp) if exp is not None and is_op(exp, aten.exp) else None
+            div = sole_user(add) if add is not None and is_op(add, aten.add) and 1 in add.args else None
             if div is not None and is_op(div, aten.div) and div.args[0] is a and div.args[1] is add and users == {node, div}:
                 out, chain = div, [*chain, node, exp, add, div]
         elif is_op(node, aten.sigmoid) and node.args[0] is a:  # a * sigmoid(a)
-            mul = _single_user(node)
+            mul = sole_user(node)
             if mul is not None and is_op(mul, aten.mul) and set(mul.args) == {a, node} and users == {node, mul}:
                 out, chain = mul, [*chain, node, mul]
     if out is None:
         return None
     if dtype_of(out) != dtype_of(g):
-        back = _single_user(out)
+        back = sole_user(out)
         if back is None or not is_op(back, prims.convert_element_type) or back.args[1] != dtype_of(g):
             return None
         out, chain = back, [*chain, back]

@@ -50,7 +50,7 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from .. import graph_utils
 from . import env_policy
-from ..graph_utils import dtype_of, is_op, val
+from ..graph_utils import dtype_of, is_op, sole_user, val
 from ..kernels import norms
 
 POLICY_ENV = "FUSION_PASSES_RESIDUAL_NORM"
@@ -390,12 +390,12 @@ def _match_weight_tail(norm: _Norm, allow_bias: bool) -> None:
         norm.interior.append(norm.y)
         norm.y = node
 
-    nxt = _single(norm.y)
+    nxt = sole_user(norm.y)
     cast = _cast(nxt)
     if cast is not None and cast[1] == t and t != torch.float32:
         # Llama: weight * n.to(T). The product is rounded to its dtype: nothing after it can be absorbed.
         advance(nxt)
-        after = _single(nxt)
+        after = sole_user(nxt)
         w = _other_operand(after, nxt) if is_op(after, aten.mul) else None
         if w is not None and _is_vector(w, n):
             norm.weight, norm.cast_before_weight, norm.form = w, True, "llama"
@@ -413,23 +413,18 @@ def _match_weight_tail(norm: _Norm, allow_bias: bool) -> None:
         elif isinstance(w1, fx.Node) and _is_vector(w1, n):  # n * weight, in fp32
             norm.weight = w1
             advance(nxt)
-        nxt = _single(norm.y)
+        nxt = sole_user(norm.y)
     if allow_bias and is_op(nxt, aten.add) and len(nxt.args) == 2 and nxt.kwargs.get("alpha", 1) == 1:
         b = _other_operand(nxt, norm.y)
         if isinstance(b, fx.Node) and _is_vector(b, n) and dtype_of(nxt) == torch.float32:
             norm.bias = b
             advance(nxt)
-            nxt = _single(norm.y)
+            nxt = sole_user(norm.y)
     cast = _cast(nxt)
     if cast is not None and dtype_of(norm.y) == torch.float32 and cast[1] in _FLOATS:
         advance(nxt)
     if not norm.form:
         norm.form = "layer_norm" if norm.kind == "layer" else "fp32 weight" if norm.weight is not None else "no weight"
-
-
-def _single(node: fx.Node) -> fx.Node | None:
-    users = _users(node)
-    return users[0] if len(users) == 1 else None
 
 
 # ------------------------------------------------------------------------------------------ checks
