@@ -102,6 +102,27 @@ def sole_user(node: fx.Node) -> fx.Node | None:
     return next(iter(node.users)) if len(node.users) == 1 else None
 
 
+_ERASABLE = ("call_function", "get_attr")
+
+
+def erase_dead(graph: fx.Graph, nodes) -> list[fx.Node]:
+    """Erase those of ``nodes`` (and what only they used) that nothing uses any more: the ops a rewrite replaced,
+    their transposes and reshapes, constants only they read. Impure nodes stay. Any order; returns the erased."""
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    pending = {n for n in nodes if isinstance(n, fx.Node) and n in order}
+    erased = []
+    while pending:
+        node = max(pending, key=order.__getitem__)  # consumers before producers
+        pending.discard(node)
+        if node.users or node.op not in _ERASABLE or node.is_impure():
+            continue
+        inputs = node.all_input_nodes
+        graph.erase_node(node)
+        erased.append(node)
+        pending.update(i for i in inputs if i.op in _ERASABLE)
+    return erased
+
+
 def tensor_bytes(node_or_tensor) -> int:
     """Bytes of the tensor a node produces (or of a tensor); 0 when unknown.
 

@@ -6,7 +6,7 @@
     # under freezing W.T may be a ``get_attr`` constant instead
 
 ``gemms_by_input`` groups the GEMMs by the tensor they read, ``as_linear`` says whether one is a linear on a
-weight (or why not), and ``replace_output`` / ``erase_if_dead`` / ``FakeEval`` help a family swap in its op.
+weight (or why not), and ``replace_output`` / ``FakeEval`` help a family swap in its op.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import torch.fx as fx
 from . import graph_utils
 from .graph_utils import val
 
-__all__ = ["Linear", "gemms_by_input", "as_linear", "replace_output", "erase_if_dead", "FakeEval"]
+__all__ = ["Linear", "gemms_by_input", "as_linear", "replace_output", "FakeEval"]
 
 aten = torch.ops.aten
 _RESHAPES = (aten.reshape.default, aten.view.default, aten._unsafe_view.default)
@@ -186,13 +186,6 @@ def _reaches_output_through_views(node: fx.Node) -> bool:
                 seen.add(user)
                 stack.append(user)
     return False
-
-
-def erase_if_dead(graph: fx.Graph, *nodes: fx.Node) -> None:
-    """Erase the replaced GEMM and the transposes/reshapes/frozen constants only it used."""
-    for node in nodes:
-        if isinstance(node, fx.Node) and node.op in ("call_function", "get_attr") and not node.users:
-            graph.erase_node(node)
 
 
 class FakeEval:

@@ -44,7 +44,7 @@ import torch.fx as fx
 import torch.nn.functional as F
 
 from . import env_policy
-from ..graph_utils import dtype_of, is_op, op_name, sole_user, tensor_bytes, val
+from ..graph_utils import dtype_of, erase_dead, is_op, op_name, sole_user, tensor_bytes, val
 from ..kernels import decode_attention as decode_kernel
 
 NAME = "attention_sdpa"
@@ -667,23 +667,6 @@ def _insert_sdpa(graph: fx.Graph, attn: _Attention) -> list[fx.Node]:
     return inserted
 
 
-def _erase_dead(graph: fx.Graph, nodes: list[fx.Node]) -> list[fx.Node]:
-    """Erase the pure nodes of ``nodes`` (and what only they used) that have no users left."""
-    order = {n: i for i, n in enumerate(graph.nodes)}
-    pending = {n for n in nodes if n in order}
-    erased = []
-    while pending:
-        node = max(pending, key=order.__getitem__)  # consumers before producers
-        pending.discard(node)
-        if node.users or node.op != "call_function" or node.is_impure():
-            continue
-        inputs = node.all_input_nodes
-        graph.erase_node(node)
-        erased.append(node)
-        pending.update(i for i in inputs if i.op == "call_function")
-    return erased
-
-
 def _detail(attn: _Attention) -> dict:
     if attn.mask_dropped == "causal":
         mask = "causal (constant mask dropped, is_causal=True)"
@@ -720,5 +703,5 @@ def apply(graph: fx.Graph, ctx) -> None:
         except _Miss as miss:
             ctx.near_miss(miss.node, miss.reason)
             continue
-        erased = sorted(_erase_dead(graph, attn.chain), key=order.__getitem__)
+        erased = sorted(erase_dead(graph, attn.chain), key=order.__getitem__)
         ctx.matched(erased, inserted, anchor=attn.softmax, detail=_detail(attn), saved_bytes=saved)

@@ -34,7 +34,7 @@ import torch
 import torch.fx as fx
 
 from .. import graph_utils, linears
-from ..graph_utils import dtype_of, is_op, sole_user, val
+from ..graph_utils import dtype_of, erase_dead, is_op, sole_user, val
 from ..kernels import gemv
 from . import env_policy, residual_norm
 
@@ -176,7 +176,7 @@ def _fuse_residual(graph: fx.Graph, mm: fx.Node, ctx) -> None:
                 detail={"epilogue": "residual add", "shape": [m, lin.k, n], "weight": lin.weight.name},
                 saved_bytes=2 * graph_utils.tensor_bytes(add))  # the GEMM output is neither written nor re-read
     add.replace_all_uses_with(y)
-    _erase_dead(graph, [add, out, mm, *mm.args])
+    erase_dead(graph, [add, out, mm, *mm.args])
 
 
 # ------------------------------------------------------------------------------------------ norm prologue
@@ -249,7 +249,7 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx) -> None:
             start += lin.width
             linears.replace_output(graph, lin.mm, piece, fake)
     _copy_stack(lins[0].mm, [x2, *inserted])
-    _erase_dead(graph, [*dead, *(lin.mm for lin in lins), *(a for lin in lins for a in lin.mm.args), norm.y,
+    erase_dead(graph, [*dead, *(lin.mm for lin in lins), *(a for lin in lins for a in lin.mm.args), norm.y,
                         *norm.interior])
     from torch._inductor.pattern_matcher import stable_topological_sort
 
@@ -337,16 +337,3 @@ def _copy_stack(source: fx.Node, nodes: list[fx.Node]) -> None:
     for node in nodes:
         if stack and not node.meta.get("stack_trace"):
             node.meta["stack_trace"] = stack
-
-
-def _erase_dead(graph: fx.Graph, nodes) -> None:
-    """Erase those of ``nodes`` that nothing uses any more (replaced ops, their transposes and reshapes), in
-    whatever order they come."""
-    pending = {n for n in nodes if isinstance(n, fx.Node) and n.op == "call_function"}
-    while True:
-        dead = [n for n in pending if n.graph is graph and not n.users]
-        if not dead:
-            return
-        for node in dead:
-            graph.erase_node(node)
-            pending.discard(node)

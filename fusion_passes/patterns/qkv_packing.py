@@ -137,7 +137,7 @@ def _rewrite(graph: fx.Graph, group: list[linears.Linear], ctx) -> None:
     replaced = [lin.mm for lin in group]
     for lin in group:
         wt = lin.mm.args[2] if lin.bias is not None else lin.mm.args[1]
-        linears.erase_if_dead(graph, lin.mm, wt, lin.x2)
+        graph_utils.erase_dead(graph, [lin.mm, wt, lin.x2])
     ctx.matched(
         replaced,
         inserted[:1],
