@@ -123,6 +123,15 @@ def erase_dead(graph: fx.Graph, nodes) -> list[fx.Node]:
     return erased
 
 
+def copy_stack_trace(sources, nodes) -> None:
+    """Give ``nodes`` (inserted by a rewrite) the stack trace of the first of ``sources`` (the replaced nodes, in
+    order of preference) that has one, so reports and Inductor's comments point at the user's line."""
+    trace = next((n.meta["stack_trace"] for n in sources if n is not None and n.meta.get("stack_trace")), None)
+    for node in nodes:
+        if trace and not node.meta.get("stack_trace"):
+            node.meta["stack_trace"] = trace
+
+
 def tensor_bytes(node_or_tensor) -> int:
     """Bytes of the tensor a node produces (or of a tensor); 0 when unknown.
 

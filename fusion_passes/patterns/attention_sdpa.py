@@ -44,7 +44,7 @@ import torch.fx as fx
 import torch.nn.functional as F
 
 from . import env_policy
-from ..graph_utils import dtype_of, erase_dead, is_op, op_name, sole_user, tensor_bytes, val
+from ..graph_utils import copy_stack_trace, dtype_of, erase_dead, is_op, op_name, sole_user, tensor_bytes, val
 from ..kernels import decode_attention as decode_kernel
 
 NAME = "attention_sdpa"
@@ -659,10 +659,7 @@ def _insert_sdpa(graph: fx.Graph, attn: _Attention) -> list[fx.Node]:
     with graph.inserting_before(attn.output):
         out = graph.graph_copy(traced.graph, env)
     inserted = [env[n] for n in traced.graph.nodes if n.op == "call_function"]
-    trace = attn.output.meta.get("stack_trace") or attn.chain[0].meta.get("stack_trace")
-    for n in inserted:
-        if trace and not n.meta.get("stack_trace"):
-            n.meta["stack_trace"] = trace
+    copy_stack_trace([attn.output, attn.chain[0]], inserted)
     attn.output.replace_all_uses_with(out)
     return inserted
 

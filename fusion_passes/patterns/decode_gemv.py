@@ -171,7 +171,7 @@ def _fuse_residual(graph: fx.Graph, mm: fx.Node, ctx) -> None:
         res2 = fake.call(graph, aten.reshape.default, residual, [m, n])
         outs, inserted = _insert_op(graph, [lin.x2, lin.weight, None, None, None, 0.0, 0.0, False, res2, False], fake)
         y = fake.call(graph, aten.reshape.default, outs[0], list(val(add).shape))
-    _copy_stack(add, [res2, *inserted, y])
+    graph_utils.copy_stack_trace([add], [res2, *inserted, y])
     ctx.matched([mm, add], inserted, anchor=add,
                 detail={"epilogue": "residual add", "shape": [m, lin.k, n], "weight": lin.weight.name},
                 saved_bytes=2 * graph_utils.tensor_bytes(add))  # the GEMM output is neither written nor re-read
@@ -248,7 +248,7 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx) -> None:
                 last = piece
             start += lin.width
             linears.replace_output(graph, lin.mm, piece, fake)
-    _copy_stack(lins[0].mm, [x2, *inserted])
+    graph_utils.copy_stack_trace([lins[0].mm], [x2, *inserted])
     erase_dead(graph, [*dead, *(lin.mm for lin in lins), *(a for lin in lins for a in lin.mm.args), norm.y,
                         *norm.interior])
     from torch._inductor.pattern_matcher import stable_topological_sort
@@ -330,10 +330,3 @@ def _insert_op(graph: fx.Graph, args: list, fake: linears.FakeEval) -> tuple[lis
         return graph_utils.insert_traced(graph, _OP, args, written=("Y",))
     node = fake.call(graph, _OP, *args)
     return [node], [node]
-
-
-def _copy_stack(source: fx.Node, nodes: list[fx.Node]) -> None:
-    stack = source.meta.get("stack_trace")
-    for node in nodes:
-        if stack and not node.meta.get("stack_trace"):
-            node.meta["stack_trace"] = stack

@@ -615,10 +615,7 @@ def _rewrite(graph: fx.Graph, norm: _Norm, ctx) -> None:
             outs, inserted = graph_utils.insert_traced(graph, op, args, written=("H", "Y"))
         else:
             outs, inserted = _insert_op_node(graph, op, args, add, norm.y)
-    stack = norm.y.meta.get("stack_trace") or (add.meta.get("stack_trace") if add is not None else None)
-    for node in inserted:
-        if stack and not node.meta.get("stack_trace"):
-            node.meta["stack_trace"] = stack
+    graph_utils.copy_stack_trace([norm.y, add], inserted)
     h_out, y_out = outs if add is not None else (None, outs[-1])
     replaced = ([add] if add is not None else []) + norm.interior + [norm.y]
     saved = sum(graph_utils.tensor_bytes(nd) for nd in norm.interior)
