@@ -72,17 +72,25 @@ def apply(graph: fx.Graph, ctx) -> None:
     for mm in [n for n in graph.nodes if is_op(n, aten.mm)]:
         if mm.graph is graph:
             _try(ctx, mm, lambda: _fuse_residual(graph, mm, ctx))
+    folded = False
     for mean in [n for n in graph.nodes if is_op(n, aten.mean)]:
         if mean.graph is graph:
-            _try(ctx, mean, lambda: _fuse_norm(graph, mean, ctx))
+            folded |= _try(ctx, mean, lambda: _fuse_norm(graph, mean, ctx))
+    if folded:
+        from torch._inductor.pattern_matcher import stable_topological_sort
+
+        stable_topological_sort(graph)  # once per graph, not per rewrite
 
 
-def _try(ctx, node: fx.Node, rewrite) -> None:
+def _try(ctx, node: fx.Node, rewrite) -> bool:
+    """Run ``rewrite``; True if it rewrote, else record its near miss (if it has a reason) and return False."""
     try:
         rewrite()
+        return True
     except _NoMatch as e:
         if str(e):
             ctx.near_miss(node, str(e))
+        return False
 
 
 def _in_scope(x2: fx.Node, mm: fx.Node, ctx) -> bool:
@@ -251,9 +259,6 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx) -> None:
     graph_utils.copy_stack_trace([lins[0].mm], [x2, *inserted])
     erase_dead(graph, [*dead, *(lin.mm for lin in lins), *(a for lin in lins for a in lin.mm.args), norm.y,
                         *norm.interior])
-    from torch._inductor.pattern_matcher import stable_topological_sort
-
-    stable_topological_sort(graph)
 
 
 def _linears_reading(y: fx.Node) -> list[fx.Node] | None:
