@@ -97,6 +97,27 @@ def dtype_of(node) -> torch.dtype | None:
     return t.dtype if isinstance(t, torch.Tensor) else None
 
 
+def shape_of(node) -> tuple:
+    """The shape of the tensor a node produces; () when it is not a tensor."""
+    t = val(node)
+    return tuple(t.shape) if isinstance(t, torch.Tensor) else ()
+
+
+def known_equal(a, b) -> bool:
+    """a == b for ints or SymInts, without adding a guard (unknown counts as not equal)."""
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    try:
+        return bool(statically_known_true(a == b))
+    except Exception:  # noqa: BLE001 - an unbacked or odd symbol: not known
+        return False
+
+
+def same_shape(a, b) -> bool:
+    """Two shapes (tuples of ints / SymInts) known to be equal."""
+    return len(a) == len(b) and all(known_equal(x, y) for x, y in zip(a, b))
+
+
 def sole_user(node: fx.Node) -> fx.Node | None:
     """The one node that uses ``node``, or None when it has no user or several."""
     return next(iter(node.users)) if len(node.users) == 1 else None

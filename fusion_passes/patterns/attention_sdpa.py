@@ -44,7 +44,10 @@ import torch.fx as fx
 import torch.nn.functional as F
 
 from . import env_policy
-from ..graph_utils import copy_stack_trace, dtype_of, erase_dead, is_op, op_name, sole_user, tensor_bytes, val
+from ..graph_utils import (
+    copy_stack_trace, dtype_of, erase_dead, is_op, known_equal, op_name, same_shape, shape_of, sole_user, tensor_bytes,
+    val,
+)
 from ..kernels import decode_attention as decode_kernel
 
 NAME = "attention_sdpa"
@@ -120,25 +123,6 @@ class _Attention:
 # --------------------------------------------------------------------------------------------- small helpers
 
 
-def _shape(node) -> tuple:
-    t = val(node)
-    return tuple(t.shape) if isinstance(t, torch.Tensor) else ()
-
-
-def _known_eq(a, b) -> bool:
-    """a == b for ints or SymInts, without adding a guard."""
-    from torch.fx.experimental.symbolic_shapes import statically_known_true
-
-    try:
-        return bool(statically_known_true(a == b))
-    except Exception:  # noqa: BLE001 - an unbacked or odd symbol: not known
-        return False
-
-
-def _same_shape(a, b) -> bool:
-    return len(a) == len(b) and all(_known_eq(x, y) for x, y in zip(a, b))
-
-
 def _fmt(shape) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
@@ -152,7 +136,7 @@ def _is_identity(node: fx.Node) -> bool:
         return isinstance(src, torch.Tensor) and isinstance(out, torch.Tensor) and src.dtype == out.dtype
     if is_op(node, aten.expand, aten.slice, *_FLATTEN):
         step_ok = not is_op(node, aten.slice) or (node.args[4] if len(node.args) > 4 else 1) == 1
-        return step_ok and _same_shape(_shape(node.args[0]), _shape(node))
+        return step_ok and same_shape(shape_of(node.args[0]), shape_of(node))
     return False
 
 
@@ -172,7 +156,7 @@ def _const_scalar(x) -> float | None:
         return None
     seen: list = []
     x = _skip_identity(x, seen)
-    if is_op(x, aten.full) and all(_known_eq(s, 1) for s in x.args[0]):
+    if is_op(x, aten.full) and all(known_equal(s, 1) for s in x.args[0]):
         return _const_scalar(x.args[1])
     if is_op(x, aten.scalar_tensor):
         return _const_scalar(x.args[0])
@@ -245,8 +229,8 @@ def _unflatten(flat: fx.Node, prep: list, report: bool = True) -> fx.Node:
     if node.op == "call_function" and is_op(node, *_FLATTEN):
         prep.append(node)
         src = _skip_identity(node.args[0], prep)
-        src_shape, flat_shape = _shape(src), _shape(flat)
-        if len(src_shape) >= 3 and _same_shape(src_shape[-2:], flat_shape[-2:]):
+        src_shape, flat_shape = shape_of(src), shape_of(flat)
+        if len(src_shape) >= 3 and same_shape(src_shape[-2:], flat_shape[-2:]):
             return src
         raise _Miss(flat, f"a bmm operand {_fmt(flat_shape)} is not a flattened [*batch, M, K] tensor "
                     f"(it views {_fmt(src_shape)})", report)
@@ -261,7 +245,7 @@ def _strip_transpose(kt: fx.Node, prep: list) -> fx.Node | None:
             prep.append(kt)
             return kt.args[0]
     if is_op(kt, aten.transpose):
-        n = len(_shape(kt))
+        n = len(shape_of(kt))
         if sorted(d % n for d in kt.args[1:3]) == [n - 2, n - 1]:
             prep.append(kt)
             return kt.args[0]
@@ -273,17 +257,17 @@ def _repeat_kv_source(node: fx.Node, prep: list) -> tuple[fx.Node, int] | None:
     ``kv[:, :, None].expand(B, Hkv, n_rep, S, D).reshape(B, Hkv*n_rep, S, D)``."""
     seen: list = []
     flat = _skip_identity(node, seen)
-    if not is_op(flat, *_FLATTEN) or len(_shape(flat)) != 4:
+    if not is_op(flat, *_FLATTEN) or len(shape_of(flat)) != 4:
         return None
     expand = _skip_identity(flat.args[0], seen)
-    if not is_op(expand, aten.expand) or len(_shape(expand)) != 5:
+    if not is_op(expand, aten.expand) or len(shape_of(expand)) != 5:
         return None
     unsq = _skip_identity(expand.args[0], seen)
     if not is_op(unsq, aten.unsqueeze) or unsq.args[1] % 5 != 2:
         return None
     kv = _skip_identity(unsq.args[0], seen)
-    b, hkv, rep, s, d = _shape(expand)
-    if not (_same_shape(_shape(kv), (b, hkv, s, d)) and _same_shape(_shape(flat), (b, hkv * rep, s, d))):
+    b, hkv, rep, s, d = shape_of(expand)
+    if not (same_shape(shape_of(kv), (b, hkv, s, d)) and same_shape(shape_of(flat), (b, hkv * rep, s, d))):
         return None
     if not isinstance(rep, int):
         return None
@@ -299,13 +283,13 @@ def _match(bmm1: fx.Node, grad_enabled: bool) -> _Attention:
     chain: list[fx.Node] = [bmm1]
     prep: list[fx.Node] = []
     q = _unflatten(bmm1.args[0], prep, report=False)
-    batch = _shape(q)[:-2]
+    batch = shape_of(q)[:-2]
 
     # scores [N, Sq, Sk] -> [*batch, Sq, Sk]
     node = bmm1
     user = sole_user(node)
     if len(batch) > 1:
-        if user is None or not is_op(user, *_FLATTEN) or not _same_shape(_shape(user)[:-2], batch):
+        if user is None or not is_op(user, *_FLATTEN) or not same_shape(shape_of(user)[:-2], batch):
             raise _Miss(bmm1, "the scores bmm is not viewed back to the query's batch dims", report=False)
         chain.append(user)
         node = user
@@ -314,7 +298,7 @@ def _match(bmm1: fx.Node, grad_enabled: bool) -> _Attention:
     softmax = _walk_scores(node, attn, grad_enabled)
     attn.softmax = softmax.output
     bmm2 = _walk_weights(softmax.output, attn, grad_enabled)
-    scores_ndim = len(_shape(softmax.input))
+    scores_ndim = len(shape_of(softmax.input))
     if softmax.dim % scores_ndim != scores_ndim - 1:
         raise _Miss(softmax.output, f"softmax over dim {softmax.dim}, not the last dim: SDPA normalises over the keys")
     _match_operands(bmm1, bmm2, batch, attn, prep)
@@ -355,7 +339,7 @@ def _walk_scores(node: fx.Node, attn: _Attention, grad_enabled: bool) -> _Softma
 
 def _scores_op(op: fx.Node, prev: fx.Node, attn: _Attention) -> None:
     """Record what ``op`` (applied to the scores ``prev``) does, or raise ``_Miss``."""
-    shape = _shape(prev)
+    shape = shape_of(prev)
     if _is_identity(op) and op.args[0] is prev:
         return
     if is_op(op, prims.convert_element_type, aten._to_copy):
@@ -376,7 +360,7 @@ def _scores_op(op: fx.Node, prev: fx.Node, attn: _Attention) -> None:
         elif _is_0d_tensor(other):
             attn.scale_tensors.append(("mul" if is_op(op, aten.mul) else "div", other))
         else:
-            raise _Miss(op, f"the scores are scaled by a tensor of shape {_fmt(_shape(other))}, not a scalar")
+            raise _Miss(op, f"the scores are scaled by a tensor of shape {_fmt(shape_of(other))}, not a scalar")
         return
     if is_op(op, aten.add) and op.kwargs.get("alpha", 1) == 1 and len(op.args) == 2:
         other = op.args[1] if op.args[0] is prev else op.args[0]
@@ -401,8 +385,8 @@ def _scores_op(op: fx.Node, prev: fx.Node, attn: _Attention) -> None:
 
 
 def _check_broadcast(op: fx.Node, scores: fx.Node, other: fx.Node) -> None:
-    if not _same_shape(_shape(op), _shape(scores)):
-        raise _Miss(op, f"the mask {_fmt(_shape(other))} does not broadcast to the scores {_fmt(_shape(scores))}")
+    if not same_shape(shape_of(op), shape_of(scores)):
+        raise _Miss(op, f"the mask {_fmt(shape_of(other))} does not broadcast to the scores {_fmt(shape_of(scores))}")
 
 
 def _mask_fill(op: fx.Node, fill) -> float:
@@ -428,7 +412,7 @@ def _walk_weights(node: fx.Node, attn: _Attention, grad_enabled: bool) -> fx.Nod
         ok = _is_identity(user) or is_op(user, prims.convert_element_type, aten._to_copy)
         after = sole_user(user)
         if is_op(user, *_FLATTEN) and after is not None and is_op(after, aten.bmm):
-            ok = _same_shape(_shape(user)[-2:], _shape(node)[-2:])
+            ok = same_shape(shape_of(user)[-2:], shape_of(node)[-2:])
         if not ok:
             if not _ops_ahead(node, (aten.bmm,)):
                 raise _Miss(node, "softmax output does not feed a bmm", report=False)
@@ -444,8 +428,8 @@ def _match_operands(bmm1: fx.Node, bmm2: fx.Node, batch: tuple, attn: _Attention
     kt = _unflatten(bmm1.args[1], prep)
     vv = _unflatten(bmm2.args[1], prep)
     for name, t in (("key", kt), ("value", vv)):
-        if not _same_shape(_shape(t)[:-2], batch):
-            raise _Miss(t, f"the {name} batch dims {_fmt(_shape(t)[:-2])} differ from the query's {_fmt(batch)} "
+        if not same_shape(shape_of(t)[:-2], batch):
+            raise _Miss(t, f"the {name} batch dims {_fmt(shape_of(t)[:-2])} differ from the query's {_fmt(batch)} "
                            "(a broadcasting matmul)")
     k = _strip_transpose(kt, prep)
     attn.k, attn.k_is_transposed = (k, False) if k is not None else (kt, True)
@@ -454,8 +438,8 @@ def _match_operands(bmm1: fx.Node, bmm2: fx.Node, batch: tuple, attn: _Attention
     output = bmm2
     if len(batch) > 1:
         output = sole_user(bmm2)
-        want = (*batch, *_shape(bmm2)[-2:])
-        if output is None or not is_op(output, *_FLATTEN) or not _same_shape(_shape(output), want):
+        want = (*batch, *shape_of(bmm2)[-2:])
+        if output is None or not is_op(output, *_FLATTEN) or not same_shape(shape_of(output), want):
             raise _Miss(bmm2, "attn @ V is not viewed back to the query's batch dims")
         attn.chain.append(output)
     attn.output = output
@@ -463,7 +447,7 @@ def _match_operands(bmm1: fx.Node, bmm2: fx.Node, batch: tuple, attn: _Attention
     if len(batch) == 2 and not attn.k_is_transposed:
         k_src = _repeat_kv_source(attn.k, kv_prep := [])
         v_src = _repeat_kv_source(attn.v, kv_prep)
-        if k_src and v_src and k_src[1] == v_src[1] and _same_shape(_shape(k_src[0])[:2], _shape(v_src[0])[:2]):
+        if k_src and v_src and k_src[1] == v_src[1] and same_shape(shape_of(k_src[0])[:2], shape_of(v_src[0])[:2]):
             attn.repeat = k_src[1]
             attn.kv_sources = (k_src[0], v_src[0], kv_prep)  # used or not once the mask is known
 
@@ -574,7 +558,7 @@ def _constant_mask_kind(attn: _Attention, q_len, k_len) -> str | None:
 
 
 def _decide_mask_and_gqa(attn: _Attention) -> None:
-    q_len, k_len = _shape(attn.q)[-2], _shape(attn.k)[-1 if attn.k_is_transposed else -2]
+    q_len, k_len = shape_of(attn.q)[-2], shape_of(attn.k)[-1 if attn.k_is_transposed else -2]
     kind = _constant_mask_kind(attn, q_len, k_len) if attn.mask else None
     if kind is not None:
         attn.mask, attn.is_causal, attn.mask_dropped = [], kind == "causal", kind
@@ -593,7 +577,7 @@ def _decide_mask_and_gqa(attn: _Attention) -> None:
 
 def _fits_decode_kernel(attn: _Attention, q_len: int) -> bool:
     """The decode kernel holds the query rows of one KV head (q_len x heads per KV head) and a head in one tile."""
-    dims = [_shape(attn.q)[-1], _shape(attn.v)[-1]]
+    dims = [shape_of(attn.q)[-1], shape_of(attn.v)[-1]]
     return (q_len * attn.repeat <= decode_kernel.MAX_ROWS
             and all(isinstance(d, int) and d <= decode_kernel.MAX_HEAD_DIM for d in dims))
 
@@ -672,8 +656,8 @@ def _detail(attn: _Attention) -> dict:
     else:
         mask = "+".join(t.kind for t in attn.mask) or "none"
     return {
-        "q": _fmt(_shape(attn.q)),
-        "k": _fmt(_shape(attn.k)),
+        "q": _fmt(shape_of(attn.q)),
+        "k": _fmt(shape_of(attn.k)),
         "scale": attn.scale if not attn.scale_tensors else f"{attn.scale} * runtime scalar",
         "mask": mask,
         "gqa": f"enable_gqa (x{attn.repeat})" if attn.enable_gqa else ("repeated K/V" if attn.repeat > 1 else "no"),

@@ -34,7 +34,7 @@ import torch
 import torch.fx as fx
 
 from .. import graph_utils, linears
-from ..graph_utils import dtype_of, erase_dead, is_op, sole_user, val
+from ..graph_utils import dtype_of, erase_dead, is_op, same_shape, shape_of, sole_user, val
 from ..kernels import gemv
 from . import env_policy, residual_norm
 
@@ -130,11 +130,6 @@ def _through_reshape(node: fx.Node) -> fx.Node:
     return user if user is not None and is_op(user, *_RESHAPES) else node
 
 
-def _same_shape(a: fx.Node, b: fx.Node) -> bool:
-    va, vb = val(a), val(b)
-    return isinstance(va, torch.Tensor) and isinstance(vb, torch.Tensor) and tuple(va.shape) == tuple(vb.shape)
-
-
 # Where our GEMV measured slower than cuBLAS on the H200 (benchmarks/results/gemv_h200_torch2.11.0.json, per call
 # under CUDA graphs), the linears are left to cuBLAS even though the fused norm / epilogue would save a small kernel:
 # - 128 MiB of weights and more: the 128K-row lm_head (525 MB in Llama-1B: 136 vs 126 us at M = 1, 160 vs 129 at
@@ -167,7 +162,8 @@ def _fuse_residual(graph: fx.Graph, mm: fx.Node, ctx) -> None:
     if add is None or not is_op(add, aten.add) or len(add.args) != 2 or add.kwargs.get("alpha", 1) != 1:
         raise _NoMatch("")  # not a residual linear: nothing to report
     residual = add.args[1] if add.args[0] is out else add.args[0]
-    if not isinstance(residual, fx.Node) or not _same_shape(residual, add) or not _same_shape(out, add):
+    shape = shape_of(add)
+    if not isinstance(residual, fx.Node) or not all(same_shape(shape_of(t), shape) for t in (residual, out)):
         raise _NoMatch("residual add not fused into the GEMV: the add broadcasts")
     if dtype_of(residual) != dtype_of(mm) or dtype_of(add) != dtype_of(mm):
         raise _NoMatch(f"residual add not fused into the GEMV: it mixes {dtype_of(residual)} and {dtype_of(mm)}")
@@ -285,7 +281,8 @@ def _silu_mul(lins: list[linears.Linear]):
         mul = sole_user(s)
         if mul is None or not is_op(mul, aten.mul) or len(mul.args) != 2 or set(mul.args) != {s, u}:
             continue
-        if sole_user(u) is not mul or not _same_shape(s, u) or not _same_shape(mul, u):
+        shape = shape_of(u)
+        if sole_user(u) is not mul or not (same_shape(shape_of(s), shape) and same_shape(shape_of(mul), shape)):
             continue
         if dtype_of(mul) != dtype_of(gate.mm):
             continue

@@ -50,7 +50,7 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from .. import graph_utils
 from . import env_policy
-from ..graph_utils import dtype_of, is_op, sole_user, val
+from ..graph_utils import dtype_of, is_op, same_shape, sole_user, val
 from ..kernels import norms
 
 POLICY_ENV = "FUSION_PASSES_RESIDUAL_NORM"
@@ -452,7 +452,7 @@ def _residual_problem(add: fx.Node) -> str | None:
             return "one operand is a scalar"
         if v.dtype != h.dtype:
             return f"operands are {val(add.args[0]).dtype} and {val(add.args[1]).dtype} (mixed dtypes)"
-        if v.dim() != h.dim() or not all(statically_known_true(a == b) for a, b in zip(v.shape, h.shape)):
+        if not same_shape(v.shape, h.shape):
             return f"the add broadcasts ({list(v.shape)} to {list(h.shape)})"
         if v.device != h.device:
             return "operands are on different devices"
