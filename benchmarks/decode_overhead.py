@@ -1,0 +1,158 @@
+"""Where does a decode step's wall time go that no kernel accounts for? GPU-busy vs host overhead, per variant.
+
+    python benchmarks/decode_overhead.py                       # GPU: llama-1b, eager attention, decode at 1024
+    python benchmarks/decode_overhead.py --tiny --device cpu   # CPU smoke run
+
+For each variant (default: stock and ours, both with CUDA graphs) it measures one HF Llama decode step five ways:
+
+    synced_ms     CUDA events around a step, synchronised each step (what bench_e2e reports; greedy generation
+                  syncs every token)
+    pipelined_ms  50 steps back to back, one sync at the end, divided by 50 (host and device overlap)
+    host_ms       wall time of the Python call alone (CUDA-graph replay is asynchronous: this is the host's share)
+    gpu_busy_ms   the sum of the kernel times of one step (profiler)
+    graph_ms      the same compiled step captured once into one torch.cuda.CUDAGraph and replayed: the device's
+                  time with no host work at all (only for variants without cudagraph trees)
+
+and the top host functions of ``--cprofile`` steps (cProfile, by own time). ``synced - gpu_busy`` is the time the
+GPU waits; when ``host_ms`` is close to ``synced_ms`` the step is bound by the host, not the kernels.
+Writes ``benchmarks/results/decode_overhead_<device>_<torch>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from bench_e2e import build_model, make_variant, workload_inputs  # noqa: E402
+from common import environment, median_ms, results_path, save_records  # noqa: E402
+
+
+def gpu_busy_ms(fn, steps: int = 10) -> float:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            fn()
+        torch.cuda.synchronize()
+    us = sum(e.device_time_total for e in prof.key_averages() if e.device_type == torch.autograd.DeviceType.CUDA)
+    return us / steps / 1e3
+
+
+def host_ms(fn, steps: int = 50) -> float:
+    times = []
+    for _ in range(steps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def pipelined_ms(fn, steps: int = 50) -> float:
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) * 1e3 / steps
+
+
+def one_graph_ms(fn) -> float:
+    """``fn`` captured into a single CUDA graph (warm first on a side stream, as capture requires)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return median_ms(graph.replay, "cuda", iters=100)
+
+
+def top_host_functions(fn, steps: int, top: int) -> list[dict]:
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(steps):
+        fn()
+    prof.disable()
+    stats = pstats.Stats(prof)
+    rows = []
+    for (file, line, name), (_, ncalls, tottime, cumtime, _) in stats.stats.items():
+        rows.append(dict(function=f"{os.path.basename(file)}:{line}:{name}", calls_per_step=ncalls / steps,
+                         own_us=round(tottime / steps * 1e6, 1), cum_us=round(cumtime / steps * 1e6, 1)))
+    rows.sort(key=lambda r: -r["own_us"])
+    return rows[:top]
+
+
+def main(argv=None) -> int:
+    from tabulate import tabulate
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="llama-1b")
+    p.add_argument("--attn", default="eager")
+    p.add_argument("--context", type=int, default=1024)
+    p.add_argument("--variants", nargs="+",
+                   default=["stock+cudagraphs", "fusion_passes+cudagraphs", "stock", "fusion_passes"])
+    p.add_argument("--cprofile", type=int, default=20, help="steps under cProfile (0: skip)")
+    p.add_argument("--top", type=int, default=25)
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--tiny", action="store_true", help="tiny config, short context (CPU smoke run)")
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+    cuda = args.device.startswith("cuda")
+    if args.tiny:
+        args.model, args.context, args.cprofile = "tiny", 16, 2
+    if not cuda:
+        args.variants = list(dict.fromkeys(v.removesuffix("+cudagraphs") for v in args.variants))
+    dtype = torch.bfloat16 if cuda else torch.float32
+    model = build_model(args.model, args.attn, args.device, dtype)
+    fresh_step = workload_inputs(model, f"decode-{args.context}", 1, args.device)
+    records = []
+    for variant in args.variants:
+        plain = fresh_step()
+        compiled = make_variant(model, variant)
+        if variant.endswith("+cudagraphs"):
+            def step(plain=plain, compiled=compiled):
+                torch.compiler.cudagraph_mark_step_begin()
+                return plain(compiled)
+        else:
+            def step(plain=plain, compiled=compiled):
+                return plain(compiled)
+        rec = dict(model=args.model, attn=args.attn, workload=f"decode-{args.context}", variant=variant)
+        with torch.no_grad():
+            for _ in range(3):
+                step()
+            rec["synced_ms"] = round(median_ms(step, args.device, iters=50), 4)
+            if cuda:
+                rec["pipelined_ms"] = round(pipelined_ms(step), 4)
+                rec["host_ms"] = round(host_ms(step), 4)
+                rec["gpu_busy_ms"] = round(gpu_busy_ms(step), 4)
+                if not variant.endswith("+cudagraphs"):
+                    try:
+                        rec["graph_ms"] = round(one_graph_ms(step), 4)
+                    except Exception as e:  # noqa: BLE001 - a step that cannot be captured is a result too
+                        rec["graph_ms"] = f"{type(e).__name__}: {e}"[:200]
+            if args.cprofile:
+                rec["host_functions"] = top_host_functions(step, args.cprofile, args.top)
+        print(f"\n== {variant}: " + ", ".join(f"{k}={v}" for k, v in rec.items() if k.endswith("_ms")))
+        if args.cprofile:
+            print(tabulate(rec["host_functions"], headers="keys"))
+        records.append(rec)
+    path = save_records(records, args.out or results_path("decode_overhead", args.device),
+                        key=("model", "attn", "workload", "variant"), device=args.device)
+    print(f"\n{environment(args.device)}\nwrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
