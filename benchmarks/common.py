@@ -46,6 +46,17 @@ def median_ms(fn, device: str, iters: int = 50, warmup: int = 3) -> float:
     return times[len(times) // 2]
 
 
+def pipelined_ms(fn, device: str, steps: int = 50) -> float:
+    """Time per call of ``steps`` calls back to back with one synchronisation at the end: the host runs ahead of
+    the device, so this is the device's rate (unless the host is slower), not host + device per call."""
+    torch.cuda.synchronize(device)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        fn()
+    torch.cuda.synchronize(device)
+    return (time.perf_counter() - t0) * 1e3 / steps
+
+
 def results_path(kind: str, device: str) -> str:
     tag = "cpu" if not device.startswith("cuda") else torch.cuda.get_device_name().split()[-1].lower()
     return os.path.join(RESULTS, f"{kind}_{tag}_torch{torch.__version__.split('+')[0]}.json")

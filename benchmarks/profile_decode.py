@@ -21,8 +21,29 @@ from bench_e2e import build_model, make_variant, workload_inputs  # noqa: E402
 from common import environment, results_path, save_records  # noqa: E402
 
 
-def profile_step(step, compiled, device: str, steps: int) -> list[dict]:
-    """Per-kernel totals over ``steps`` decode steps, divided back to one step, largest first."""
+def timeline(kernel_events: list, steps: int, first: int) -> dict:
+    """One step's kernels in launch order (the last of ``steps`` back-to-back steps): each kernel's time and the
+    gap before it, plus totals. ``span_us`` is the first kernel's start to the last one's end; ``between_steps_us``
+    is the idle time from the previous step's last kernel to this step's first (the host's share)."""
+    evs = sorted(kernel_events, key=lambda e: e.time_range.start)
+    per_step = len(evs) // steps
+    prev, step = evs[-2 * per_step: -per_step], evs[-per_step:]
+    rows, busy, last_end = [], 0.0, None
+    for e in step:
+        start, end = e.time_range.start, e.time_range.end
+        gap = start - last_end if last_end is not None else 0.0
+        rows.append(dict(kernel=e.name[:60], us=round(end - start, 2), gap_us=round(gap, 2)))
+        busy += end - start
+        last_end = end
+    span = step[-1].time_range.end - step[0].time_range.start
+    return dict(kernels=per_step, span_us=round(span, 1), busy_us=round(busy, 1), gaps_us=round(span - busy, 1),
+                between_steps_us=round(step[0].time_range.start - prev[-1].time_range.end, 1) if prev else None,
+                first_kernels=rows[:first])
+
+
+def profile_step(step, compiled, device: str, steps: int, trace: dict | None = None) -> list[dict]:
+    """Per-kernel totals over ``steps`` decode steps, divided back to one step, largest first. With ``trace`` (a
+    dict) on CUDA, also fills it with :func:`timeline` of the last step."""
     from torch.profiler import ProfilerActivity, profile
 
     cuda = device.startswith("cuda")
@@ -35,6 +56,9 @@ def profile_step(step, compiled, device: str, steps: int) -> list[dict]:
                 step(compiled)
             if cuda:
                 torch.cuda.synchronize()
+    if cuda and trace is not None:
+        kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        trace.update(timeline(kernels, steps, first=40))
     rows = []
     for e in prof.key_averages():
         us = (e.device_time_total if cuda else e.self_cpu_time_total) / steps
@@ -75,11 +99,15 @@ def main(argv=None) -> int:
         if variant.endswith("+cudagraphs"):
             plain = step
             step = lambda m, plain=plain: (torch.compiler.cudagraph_mark_step_begin(), plain(m))[1]  # noqa: E731
-        rows = profile_step(step, make_variant(model, variant), args.device, args.steps)
+        trace: dict = {}
+        rows = profile_step(step, make_variant(model, variant), args.device, args.steps, trace)
         print(f"\n{variant}: {len(rows)} distinct kernels, {sum(r['us_per_step'] for r in rows):.1f} us per step")
         print(tabulate(rows[: args.top], headers="keys"))
+        if trace:
+            print("timeline of one step: " + ", ".join(f"{k}={v}" for k, v in trace.items() if k != "first_kernels"))
+            print(tabulate(trace["first_kernels"], headers="keys"))
         records.append(dict(model=args.model, attn=args.attn, workload=f"decode-{args.context}", variant=variant,
-                            kernels=rows))
+                            kernels=rows, timeline=trace))
     path = save_records(records, args.out or results_path("profile_decode", args.device),
                         key=("model", "attn", "workload", "variant"), device=args.device)
     print(f"\n{environment(args.device)}\nwrote {path}")

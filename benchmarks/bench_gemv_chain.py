@@ -1,0 +1,167 @@
+"""The GEMVs of a whole decode step, back to back: every weight read once from HBM, as in the real step.
+
+    python benchmarks/bench_gemv_chain.py                  # GPU: llama-1b and llama-8b, M = 1
+    python benchmarks/bench_gemv_chain.py --tiny           # CPU smoke run (torch implementation, no timing value)
+
+``bench_gemv.py`` times each linear alone, calling it again and again on the same weights, so weights smaller than
+the L2 (60 MB on the H200) are served from L2 and look faster than they are in a decode step. Here each layer has
+its own weights and the layers run in order, so the chain streams every byte of weights once per step:
+
+    per layer:  qkv = gemv(h, Wq, Wk, Wv, norm=n1)     o: h = gemv(attn, Wo, residual=h)
+                a   = gemv(h, Wg, Wu, norm=n2, silu)   down: h = gemv(a, Wd, residual=h)
+    then:       logits = gemv(h, W_lm, norm=nf)
+
+(``attn`` is a slice of ``qkv``: attention itself is not part of this benchmark.) Variants, each captured in one
+CUDA graph: ``cublas`` (the GEMMs alone, ``x @ W.T`` per weight, nothing fused: a lower bound for the unfused
+path), ``ours`` (decode_gemv), ``ours+pdl`` (launched with programmatic dependent launch). Prints ms per chain, the
+achieved HBM bandwidth and, for ours, the time of each linear inside the chain (profiler). JSON goes to
+``benchmarks/results/gemv_chain_<device>_<torch>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from bench_e2e import CONFIGS, copy_bandwidth_gbs  # noqa: E402
+from common import environment, median_ms, results_path, save_records  # noqa: E402
+
+from fusion_passes.kernels import gemv  # noqa: E402
+
+LINEARS = ("qkv", "o", "gate_up", "down")
+
+
+def make_weights(cfg: dict, device, dtype) -> dict:
+    h, f, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    d = h // cfg["num_attention_heads"]
+    kv = cfg["num_key_value_heads"] * d
+
+    def w(n, k):
+        return torch.randn(n, k, device=device, dtype=dtype) * k**-0.5
+
+    layers = [dict(q=w(h, h), k=w(kv, h), v=w(kv, h), o=w(h, h), g=w(f, h), u=w(f, h), d=w(h, f),
+                   n1=torch.ones(h, device=device, dtype=dtype), n2=torch.ones(h, device=device, dtype=dtype))
+              for _ in range(cfg["num_hidden_layers"])]
+    return dict(layers=layers, lm=w(v, h), nf=torch.ones(h, device=device, dtype=dtype), hidden=h)
+
+
+def weight_bytes(ws: dict) -> int:
+    per = sum(t.numel() * t.element_size() for L in ws["layers"] for k, t in L.items() if k not in ("n1", "n2"))
+    return per + ws["lm"].numel() * ws["lm"].element_size()
+
+
+def ours_chain(ws: dict, x: torch.Tensor, pdl: bool):
+    def op(x, w0, w1=None, w2=None, nw=None, res=None, silu=False):
+        y = torch.empty((x.shape[0], gemv._out_width(w0, w1, w2, res, silu)), dtype=x.dtype, device=x.device)
+        if gemv._use_triton(x):
+            gemv._launch(x, w0, w1, w2, nw, 1e-5, 0.0, True, res, silu, y, pdl=pdl)
+        else:
+            y.copy_(gemv.reference(x, w0, w1, w2, nw, 1e-5, 0.0, True, res, silu))
+        return y
+
+    def run():
+        h = x
+        for L in ws["layers"]:
+            qkv = op(h, L["q"], L["k"], L["v"], nw=L["n1"])
+            h = op(qkv[:, : ws["hidden"]], L["o"], res=h)
+            a = op(h, L["g"], L["u"], nw=L["n2"], silu=True)
+            h = op(a, L["d"], res=h)
+        return op(h, ws["lm"], nw=ws["nf"])
+
+    return run
+
+
+def cublas_chain(ws: dict, x: torch.Tensor):
+    def run():
+        h = x
+        for L in ws["layers"]:
+            q, _, _ = h @ L["q"].t(), h @ L["k"].t(), h @ L["v"].t()
+            h = q @ L["o"].t()
+            g, u = h @ L["g"].t(), h @ L["u"].t()
+            h = g @ L["d"].t()
+        return h @ ws["lm"].t()
+
+    return run
+
+
+def graph_ms(run, device: str) -> tuple[float, object]:
+    for _ in range(3):
+        run()  # autotune / warm up outside the graph
+    if not device.startswith("cuda"):
+        return median_ms(run, device, iters=3), run
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        run()
+    return median_ms(g.replay, device, iters=20), g.replay
+
+
+def per_linear_us(replay, n_layers: int) -> dict:
+    """Kernel times of one replay, in launch order, folded onto (qkv, o, gate_up, down) x layers + lm_head."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        replay()
+        torch.cuda.synchronize()
+    evs = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
+                 key=lambda e: e.time_range.start)
+    if len(evs) != 4 * n_layers + 1:
+        return {}
+    out = {name: round(sum(evs[i].time_range.elapsed_us() for i in range(j, 4 * n_layers, 4)) / n_layers, 2)
+           for j, name in enumerate(LINEARS)}
+    out["lm_head"] = round(evs[-1].time_range.elapsed_us(), 2)
+    return out
+
+
+def main(argv=None) -> int:
+    from tabulate import tabulate
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", nargs="+", default=["llama-1b", "llama-8b"])
+    p.add_argument("--rows", nargs="+", type=int, default=[1])
+    p.add_argument("--variants", nargs="+", default=["cublas", "ours", "ours+pdl"])
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--tiny", action="store_true")
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+    cuda = args.device.startswith("cuda")
+    if args.tiny:
+        args.models = ["tiny"]
+    if not cuda:
+        args.variants = [v for v in args.variants if v != "ours+pdl"]
+    dtype = torch.bfloat16 if cuda else torch.float32
+    bw = copy_bandwidth_gbs(args.device)
+    records = []
+    for model in args.models:
+        cfg = CONFIGS[model]
+        torch.manual_seed(0)
+        ws = make_weights(cfg, args.device, dtype)
+        nbytes = weight_bytes(ws)
+        for m in args.rows:
+            x = torch.randn(m, ws["hidden"], device=args.device, dtype=dtype)
+            for variant in args.variants:
+                run = cublas_chain(ws, x) if variant == "cublas" else ours_chain(ws, x, pdl=variant.endswith("pdl"))
+                ms, replay = graph_ms(run, args.device)
+                rec = dict(model=model, rows=m, variant=variant, ms=round(ms, 4), weight_gb=round(nbytes / 1e9, 3),
+                           tbps=round(nbytes / (ms * 1e-3) / 1e12, 3))
+                if bw:
+                    rec["hbm_frac"] = round(nbytes / (ms * 1e-3) / (bw * 1e9), 3)
+                if cuda and variant != "cublas":
+                    rec["per_linear_us"] = per_linear_us(replay, cfg["num_hidden_layers"])
+                records.append(rec)
+                print(rec, flush=True)
+        del ws
+    cols = ["model", "rows", "variant", "ms", "weight_gb", "tbps", "hbm_frac", "per_linear_us"]
+    print(tabulate([[r.get(c, "") for c in cols] for r in records], headers=cols))
+    path = save_records(records, args.out or results_path("gemv_chain", args.device),
+                        key=("model", "rows", "variant"), device=args.device)
+    print(f"\n{environment(args.device)}\nwrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
