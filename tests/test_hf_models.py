@@ -131,10 +131,10 @@ def decode_kernels_everywhere(monkeypatch):
     monkeypatch.setenv(attention_sdpa.DECODE_POLICY_ENV, "always")
 
 
-def _causal_lm(name):
+def _causal_lm(name, attn="eager"):
     cfg_cls, model_cls, extra = DECODE_CASES[name]
     cfg = getattr(transformers, cfg_cls)(**DECODER, **extra)
-    cfg._attn_implementation = "eager"
+    cfg._attn_implementation = attn
     torch.manual_seed(0)
     return getattr(transformers, model_cls)(cfg).eval()
 
@@ -156,11 +156,13 @@ def _greedy(model, prompt, steps):
     return torch.cat(toks, 1), all_logits
 
 
-@pytest.mark.parametrize("name", ["qwen2", "gemma"])  # llama: the generation test below; mistral: llama's graph
-def test_hf_decode_step_with_decode_kernels(decode_kernels_everywhere, name):
+# llama (eager attention): the generation test below; mistral: llama's graph. llama/sdpa: HF's default attention,
+# SDPA over repeat_kv'd K/V, which becomes the decode kernel over the un-repeated cache.
+@pytest.mark.parametrize("name, attn", [("qwen2", "eager"), ("gemma", "eager"), ("llama", "sdpa")])
+def test_hf_decode_step_with_decode_kernels(decode_kernels_everywhere, name, attn):
     import fusion_passes
 
-    model = _causal_lm(name)
+    model = _causal_lm(name, attn)
     prompt = _ids(batch=2, seq=6)
     expected, _ = _greedy(model, prompt, 2)
     torch._dynamo.reset()

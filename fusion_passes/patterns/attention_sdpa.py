@@ -15,6 +15,14 @@ Fused:
     # a compile-time constant mask is dropped: is_causal=True when it equals tril(ones(Sq, Sk)); nothing when
     # it allows every key (an HF decode step)
 
+At decode (q_len <= 16, on CUDA) both forms go to our GQA decode kernel instead, and so does an SDPA call that is
+already in the graph (HF's default ``sdpa`` attention), whose K/V are then taken from before ``repeat_kv``:
+
+    k, v = repeat_kv(k), repeat_kv(v)                            # a copy of the whole cache, every step
+    out  = scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=c, scale=s)
+    # fused
+    out  = fusion_passes.decode_attention(q, k_cache, v_cache, mask, s or 1/sqrt(D), c)
+
 How it matches: from every ``bmm`` it walks forward along the single-user chain (scores -> scale -> mask ->
 softmax -> casts -> bmm with V) and backward from the two bmm operands through the views matmul adds, so
 the match is structural (no shape ints baked in; dynamic shapes work). The replacement is traced with
@@ -37,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass, field
+import operator
 from typing import Any
 
 import torch
@@ -52,8 +61,8 @@ from ..kernels import decode_attention as decode_kernel
 
 NAME = "attention_sdpa"
 HOOK = "joint"
-DESCRIPTION = ("eager attention (bmm -> scale -> mask -> softmax -> bmm, incl. repeat_kv GQA) -> one SDPA call "
-               "(a GQA decode kernel for q_len <= 16 on CUDA)")
+DESCRIPTION = ("eager attention (bmm -> scale -> mask -> softmax -> bmm, incl. repeat_kv GQA) -> one SDPA call; "
+               "at q_len <= 16 on CUDA that and SDPA over repeat_kv -> a GQA decode kernel")
 DEPENDS = (decode_kernel,)
 
 DECODE_POLICY_ENV = "FUSION_PASSES_DECODE_ATTENTION"
@@ -665,8 +674,98 @@ def _detail(attn: _Attention) -> dict:
     }
 
 
+# --------------------------------------------------------------------------------------------- SDPA at decode
+
+# SDPA's backend ops, by the name of their mask argument (None: the op takes no mask). The other outputs
+# (logsumexp, RNG state, ...) exist for the backward pass; inference reads only output 0.
+_SDPA_BACKENDS = {
+    "aten._scaled_dot_product_efficient_attention": "attn_bias",
+    "aten._scaled_dot_product_cudnn_attention": "attn_bias",
+    "aten._scaled_dot_product_flash_attention": None,
+    "aten._scaled_dot_product_flash_attention_for_cpu": "attn_mask",
+}
+
+
+def _match_sdpa_decode(node: fx.Node, grad_enabled: bool) -> _Attention | None:
+    """A decode-sized SDPA call already in the graph (HF's ``sdpa`` attention), as an ``_Attention`` whose
+    replacement is the decode kernel; K/V are taken from before ``repeat_kv``, so the per-step copy of the whole
+    cache goes. None when it is not decode-sized (nothing to say); raises ``_Miss`` when it is but cannot be
+    rewritten."""
+    from torch.fx.operator_schemas import normalize_function
+
+    mask_arg = _SDPA_BACKENDS[op_name(node)]
+    kw = normalize_function(node.target, node.args, node.kwargs, normalize_to_only_use_kwargs=True).kwargs
+    q, k, v = kw["query"], kw["key"], kw["value"]
+    if not all(isinstance(t, fx.Node) and isinstance(val(t), torch.Tensor) for t in (q, k, v)):
+        return None
+    qv, kv_, vv = val(q), val(k), val(v)
+    if qv.dim() != 4 or not _decode_sized(qv):
+        return None
+    out = [u for u in node.users if u.target is operator.getitem and u.args[1] == 0]
+    others = [u for u in node.users if u not in out]
+    if grad_enabled or len(out) != 1 or any(u.users for u in others):
+        raise _Miss(node, "decode-sized SDPA whose logsumexp/RNG outputs are used (autograd): kept")
+    if kw.get("dropout_p", 0.0) != 0.0:
+        raise _Miss(node, f"decode-sized SDPA with dropout_p={kw['dropout_p']}: kept")
+    if not (qv.dtype == kv_.dtype == vv.dtype) or not (qv.device == kv_.device == vv.device):
+        raise _Miss(node, "decode-sized SDPA with mixed query/key/value dtypes or devices: kept")
+    attn = _Attention(q=q, k=k, v=v, output=out[0], chain=[out[0], *others, node], decode=True,
+                      is_causal=bool(kw.get("is_causal", False)))
+    attn.scale = kw.get("scale") if kw.get("scale") is not None else 1.0 / math.sqrt(qv.shape[-1])
+    mask = kw.get(mask_arg) if mask_arg else None
+    if mask is not None:
+        m = val(mask)
+        try:
+            torch.broadcast_shapes(m.shape, (qv.shape[0], qv.shape[1], qv.shape[2], kv_.shape[2]))
+        except RuntimeError:
+            raise _Miss(node, f"decode-sized SDPA with a mask of shape {_fmt(m.shape)}: kept") from None
+        if m.dtype == torch.bool or m.device != qv.device:
+            raise _Miss(node, f"decode-sized SDPA with a {m.dtype} mask on {m.device}: kept")
+        attn.mask = [_MaskTerm("add", mask)]
+    k_src = _repeat_kv_source(k, kv_prep := [])
+    v_src = _repeat_kv_source(v, kv_prep)
+    if k_src and v_src and k_src[1] == v_src[1] and same_shape(shape_of(k_src[0])[:2], shape_of(v_src[0])[:2]):
+        attn.k, attn.v, attn.repeat = k_src[0], v_src[0], k_src[1]
+        attn.enable_gqa = attn.repeat > 1
+        attn.chain.extend(kv_prep)
+    elif qv.shape[1] != kv_.shape[1]:
+        if not (isinstance(kv_.shape[1], int) and qv.shape[1] % kv_.shape[1] == 0):
+            raise _Miss(node, "decode-sized SDPA whose query heads are not a multiple of the KV heads: kept")
+        attn.repeat, attn.enable_gqa = qv.shape[1] // kv_.shape[1], True
+    if not _fits_decode_kernel(attn, qv.shape[2]):
+        raise _Miss(node, f"decode-sized SDPA with {qv.shape[2]} x {attn.repeat} query rows per KV head or head "
+                          f"dim {qv.shape[-1]}: more than the decode kernel holds, kept")
+    return attn
+
+
+def _rewrite_sdpa_decodes(graph: fx.Graph, ctx) -> None:
+    for node in [n for n in graph.nodes if op_name(n) in _SDPA_BACKENDS]:
+        try:
+            attn = _match_sdpa_decode(node, ctx.grad_enabled)
+            if attn is None:
+                continue
+            order = {n: i for i, n in enumerate(graph.nodes)}
+            inserted = _insert_sdpa(graph, attn)
+        except _Miss as miss:
+            ctx.near_miss(miss.node, miss.reason)
+            continue
+        # SDPA ops carry the RNG tag (their dropout), so erase_dead keeps them; at dropout 0 with every output
+        # unread, it is dead all the same
+        gone = [u for u in node.users if not u.users]
+        for u in gone:
+            graph.erase_node(u)
+        if not node.users:
+            graph.erase_node(node)
+            gone.append(node)
+        erased = sorted([*gone, *erase_dead(graph, attn.chain)], key=order.__getitem__)
+        detail = {**_detail(attn), "from": op_name(node)}
+        ctx.matched(erased, inserted, anchor=node, detail=detail)
+
+
 def apply(graph: fx.Graph, ctx) -> None:
-    """Rewrite every eager attention in ``graph`` into SDPA; report the ones that almost matched."""
+    """Rewrite every eager attention in ``graph`` into SDPA, and decode-sized SDPA calls into the decode kernel;
+    report the ones that almost matched."""
+    _rewrite_sdpa_decodes(graph, ctx)  # first: the SDPA calls the eager rewrites below insert are final
     for bmm1 in [n for n in graph.nodes if is_op(n, aten.bmm)]:
         if getattr(bmm1, "_erased", False):
             continue  # erased by an earlier rewrite (it was that attention's bmm with V)

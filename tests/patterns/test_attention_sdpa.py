@@ -596,3 +596,104 @@ def test_gpu_decode_kernel_zoo_llama(mode):
     ms = matches(recs)
     assert len(ms) == 2 and all(m.detail["kernel"].startswith("fusion_passes.decode_attention") for m in ms)
     torch.testing.assert_close(caches[1].k0.float(), caches[0].k0.float(), atol=5e-2, rtol=5e-2)
+
+
+# --------------------------------------------------------------------------------------------- SDPA at decode
+
+
+def sdpa_gqa(q, k, v, mask):
+    """HF's ``sdpa_attention_forward`` with a mask: repeat_kv, then SDPA (its efficient kernel takes no GQA)."""
+    n_rep = q.shape[1] // k.shape[1]
+    return F.scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), attn_mask=mask, scale=0.3)
+
+
+def sdpa_native_gqa(q, k, v, mask):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+
+
+def sdpa_causal(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def check_sdpa_decode(fn, *args, dtype=torch.float32, grad=False):
+    """Compile ``fn`` (an SDPA call) with the decode policy forced; returns (out, ref, matches, joint stage)."""
+    ref = fn(*args)
+    out, recs = compile_with_records(fn, *args, patterns=PATTERN, grad=grad)
+    assert not [e for r in recs for e in r.errors]
+    atol, rtol = TOL[dtype]
+    torch.testing.assert_close(out, ref, atol=atol, rtol=rtol)
+    return matches(recs), joint_stage(recs), near_misses(recs)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("batch, q_len", [(1, 1), (2, 1), (2, 4)])
+def test_sdpa_decode_gets_the_decode_kernel(decode_everywhere, dtype, batch, q_len):
+    """HF sdpa attention at decode: SDPA over repeat_kv'd K/V -> decode_attention over the un-repeated cache."""
+    q, k, v = qkv(batch, q_len=q_len, k_len=20, dtype=dtype)
+    mask = padding_mask(batch, q_len, 20, dtype)
+    with torch.no_grad():
+        ms, stage, _ = check_sdpa_decode(sdpa_gqa, q, k, v, mask, dtype=dtype)
+    (m,) = ms
+    assert m.detail["kernel"].startswith("fusion_passes.decode_attention") and m.detail["from"] == SDPA_CPU
+    assert m.detail["gqa"] == "enable_gqa (x2)" and m.detail["mask"] == "add" and m.detail["scale"] == 0.3
+    assert stage.ops_before[SDPA_CPU] == 1 and SDPA_CPU not in stage.ops_after
+    assert stage.ops_after["fusion_passes.decode_attention"] == 1
+    assert stage.ops_before["aten.clone"] == 2 and "aten.clone" not in stage.ops_after  # repeat_kv's copies
+
+
+def test_sdpa_decode_native_gqa_and_causal(decode_everywhere):
+    """enable_gqa=True (K/V never repeated) and is_causal (no mask tensor) keep their meaning in the kernel."""
+    q, k, v = qkv(2, q_len=1, k_len=20)
+    with torch.no_grad():
+        (m,), _, _ = check_sdpa_decode(sdpa_native_gqa, q, k, v, padding_mask(2, 1, 20))
+        assert m.detail["gqa"] == "enable_gqa (x2)"
+        q, k, v = qkv(2, heads_kv=H, q_len=4, k_len=4)
+        (m,), _, _ = check_sdpa_decode(sdpa_causal, q, k, v)
+    assert m.detail["kernel"].startswith("fusion_passes.decode_attention")
+
+
+def test_sdpa_decode_not_fired_for_prefill_or_by_default_on_cpu(monkeypatch):
+    """Longer queries keep SDPA, silently; on CPU the default policy keeps SDPA too."""
+    q, k, v = qkv(1, q_len=17, k_len=20)
+    with torch.no_grad():
+        monkeypatch.setenv(attention_sdpa.DECODE_POLICY_ENV, "always")
+        ms, stage, misses = check_sdpa_decode(sdpa_gqa, q, k, v, padding_mask(1, 17, 20))
+        assert ms == [] and misses == [] and stage.ops_after[SDPA_CPU] == 1
+        monkeypatch.setenv(attention_sdpa.DECODE_POLICY_ENV, "auto")
+        q, k, v = qkv(1, q_len=1, k_len=20)
+        ms, stage, misses = check_sdpa_decode(sdpa_gqa, q, k, v, padding_mask(1, 1, 20))
+        assert ms == [] and misses == [] and stage.ops_after[SDPA_CPU] == 1
+
+
+def test_sdpa_decode_not_fired_under_autograd(decode_everywhere):
+    """The decode kernel has no backward: with autograd on, SDPA stays (and the near miss says why)."""
+    q, k, v = (t.requires_grad_() for t in qkv(1, q_len=1, k_len=20))
+    ms, stage, misses = check_sdpa_decode(sdpa_gqa, q, k, v, padding_mask(1, 1, 20), grad=True)
+    assert ms == [] and any("autograd" in r for r in misses), misses
+
+
+def test_sdpa_decode_not_fired_when_rows_exceed_the_tile(decode_everywhere):
+    """16 query rows x 8 heads per KV head is more than the kernel's 64-row tile: SDPA stays, with a near miss."""
+    q = torch.randn(1, 8, 16, 16)
+    k, v = torch.randn(1, 1, 20, 16), torch.randn(1, 1, 20, 16)
+    with torch.no_grad():
+        ms, stage, misses = check_sdpa_decode(sdpa_gqa, q, k, v, padding_mask(1, 16, 20))
+    assert ms == [] and any("more than the decode kernel holds" in r for r in misses), misses
+    assert stage.ops_after[SDPA_CPU] == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+def test_gpu_sdpa_decode_gets_the_decode_kernel(mode):
+    """On CUDA the SDPA backend op (efficient / cuDNN with a mask) of a bf16 decode step becomes the decode kernel."""
+    q, k, v = (t.to("cuda") for t in qkv(2, q_len=1, k_len=40, dtype=torch.bfloat16))
+    mask = padding_mask(2, 1, 40, torch.bfloat16).to("cuda")
+    torch._dynamo.reset()
+    compiled = torch.compile(sdpa_gqa, backend=fusion_passes.backend(patterns=PATTERN, mode=mode))
+    with torch.no_grad(), fusion_passes.capture() as recs:
+        for _ in range(3):  # CUDA graph trees record on a later call
+            out = compiled(q, k, v, mask)
+            torch.testing.assert_close(out, sdpa_gqa(q, k, v, mask), atol=2e-2, rtol=2e-2)
+    (m,) = matches(recs)
+    assert m.detail["kernel"].startswith("fusion_passes.decode_attention"), m.detail
+    assert m.detail["from"].startswith("aten._scaled_dot_product_")
