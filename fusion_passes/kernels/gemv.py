@@ -93,7 +93,6 @@ if triton is not None:
         BLOCK_M: tl.constexpr,
         BLOCK_N: tl.constexpr,
         BLOCK_K: tl.constexpr,
-        PDL: tl.constexpr = False,  # launched with programmatic dependent launch (Hopper+): wait before reading
     ):
         T = X.dtype.element_ty
         pid = tl.program_id(0)
@@ -122,10 +121,6 @@ if triton is not None:
         rn = blk * BLOCK_N + tl.arange(0, BLOCK_N)
         n_ok = rn < n_lim
         w_rows = w_ptr + rn.to(tl.int64)[:, None] * K
-        if PDL:
-            # Everything this kernel reads may come from the kernel launched before it, so wait for it here;
-            # the launch itself (block scheduling, address math) has already overlapped that kernel's tail.
-            tl.extra.cuda.gdc_wait()
 
         if HAS_NORM:  # per-row 1/rms over the whole row (the row is small and L2-resident)
             ss = tl.zeros([BLOCK_M], dtype=tl.float32)
@@ -180,8 +175,6 @@ if triton is not None:
             y = acc
             if SILU_MUL:
                 y_u = acc_u
-        if PDL:
-            tl.extra.cuda.gdc_launch_dependents()  # the weights are read: let the next kernel start launching
         y = y.to(T)  # the GEMM's output dtype, as eager rounds it
         out_mask = m_ok[:, None] & n_ok[None, :]
         if SILU_MUL:
@@ -208,7 +201,7 @@ def _block_m(m: int) -> int:
     return 1 if m == 1 else 16
 
 
-def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y, pdl=False) -> None:
+def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y) -> None:
     m, k = x.shape
     concat = 1 if (silu_mul or residual is not None) else 1 + (w1 is not None) + (w2 is not None)
     n0 = w0.shape[0]
@@ -228,8 +221,6 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         HAS_RES=residual is not None,
         BLOCK_M=_block_m(int(m)),
     )
-    if pdl:
-        meta.update(PDL=True, launch_pdl=True)
     args = (
         x, norm_weight, w0, w1 if w1 is not None else w0, w2 if w2 is not None else w0, residual, y,
         m, k, n0, n1, n2,
