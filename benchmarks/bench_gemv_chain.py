@@ -29,7 +29,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_e2e import CONFIGS, copy_bandwidth_gbs  # noqa: E402
-from common import environment, median_ms, results_path, save_records  # noqa: E402
+from common import median_ms, write_results  # noqa: E402
 
 from fusion_passes.kernels import gemv  # noqa: E402
 
@@ -82,7 +82,7 @@ def cublas_chain(ws: dict, x: torch.Tensor):
         for L in ws["layers"]:
             q, _, _ = h @ L["q"].t(), h @ L["k"].t(), h @ L["v"].t()
             h = q @ L["o"].t()
-            g, u = h @ L["g"].t(), h @ L["u"].t()
+            g, _ = h @ L["g"].t(), h @ L["u"].t()  # the up GEMM runs too; its product is not needed here
             h = g @ L["d"].t()
         return h @ ws["lm"].t()
 
@@ -156,10 +156,7 @@ def main(argv=None) -> int:
         del ws
     cols = ["model", "rows", "variant", "ms", "weight_gb", "tbps", "hbm_frac", "per_linear_us"]
     print(tabulate([[r.get(c, "") for c in cols] for r in records], headers=cols))
-    path = save_records(records, args.out or results_path("gemv_chain", args.device),
-                        key=("model", "rows", "variant"), device=args.device)
-    print(f"\n{environment(args.device)}\nwrote {path}")
-    return 0
+    return write_results(records, "gemv_chain", args.out, key=("model", "rows", "variant"), device=args.device)
 
 
 if __name__ == "__main__":

@@ -74,3 +74,10 @@ def save_records(records: list[dict], path: str, key: tuple[str, ...], device: s
     with open(path, "w") as f:
         json.dump({"environment": environment(device), "records": merged}, f, indent=1, default=str)
     return path
+
+
+def write_results(records: list[dict], kind: str, out: str | None, key: tuple[str, ...], device: str) -> int:
+    """Merge ``records`` into ``out`` (default ``results/<kind>_<device>_<torch>.json``), say where, return 0."""
+    path = save_records(records, out or results_path(kind, device), key=key, device=device)
+    print(f"\n{environment(device)}\nwrote {path}")
+    return 0

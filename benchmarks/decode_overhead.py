@@ -29,7 +29,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_e2e import build_model, make_variant, workload_inputs  # noqa: E402
-from common import environment, median_ms, pipelined_ms, results_path, save_records  # noqa: E402
+from common import median_ms, pipelined_ms, write_results  # noqa: E402
 
 
 def gpu_busy_ms(fn, steps: int = 10) -> float:
@@ -119,10 +119,7 @@ def main(argv=None) -> int:
         if args.cprofile:
             print(tabulate(rec["host_functions"], headers="keys"))
         records.append(rec)
-    path = save_records(records, args.out or results_path("decode_overhead", args.device),
-                        key=("model", "attn", "workload", "variant"), device=args.device)
-    print(f"\n{environment(args.device)}\nwrote {path}")
-    return 0
+    return write_results(records, "decode_overhead", args.out, key=("model", "attn", "workload", "variant"), device=args.device)
 
 
 if __name__ == "__main__":

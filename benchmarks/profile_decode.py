@@ -18,7 +18,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_e2e import build_model, make_variant, workload_inputs  # noqa: E402
-from common import environment, results_path, save_records  # noqa: E402
+from common import write_results  # noqa: E402
 
 
 def timeline(kernel_events: list, steps: int, first: int) -> dict:
@@ -108,10 +108,7 @@ def main(argv=None) -> int:
             print(tabulate(trace["first_kernels"], headers="keys"))
         records.append(dict(model=args.model, attn=args.attn, workload=f"decode-{args.context}", variant=variant,
                             kernels=rows, timeline=trace))
-    path = save_records(records, args.out or results_path("profile_decode", args.device),
-                        key=("model", "attn", "workload", "variant"), device=args.device)
-    print(f"\n{environment(args.device)}\nwrote {path}")
-    return 0
+    return write_results(records, "profile_decode", args.out, key=("model", "attn", "workload", "variant"), device=args.device)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,10 @@
 #   bash benchmarks/run_gpu.sh decode8b  # llama-8b-shaped decode step, stock vs ours (CUDA graphs)
 #   bash benchmarks/run_gpu.sh prefill_cg  # llama-1b prefill 512/2048 at batch 1 and 8 with CUDA graphs
 #   bash benchmarks/run_gpu.sh prefill8b   # llama-8b-shaped prefill 2048, batch 1
+#   bash benchmarks/run_gpu.sh prefill_b8  # llama-1b prefill 512/2048 at batch 8 without CUDA graphs
+#   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
+#   bash benchmarks/run_gpu.sh overhead  # a decode step's host time vs GPU-busy time, stock vs ours
+# On a machine with two GPUs, two parts can run at once: CUDA_VISIBLE_DEVICES=1 bash benchmarks/run_gpu.sh ...
 # Results land in $OUT (the device tool brings them back) and are then copied to benchmarks/results/.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -44,6 +48,14 @@ case "${1:-}" in
       | grep -v Warning | tail -20 ;;
   prefill8b)
     python3 benchmarks/bench_e2e.py --model llama-8b --attn eager sdpa --workloads prefill-2048 --batches 1 \
-      --variants stock fusion_passes --budget-s 420 --out "$OUT/e2e_prefill_8b.json" 2>&1 | grep -v Warning | tail -10 ;;
-  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|profile|gemv|kernels" >&2; exit 2 ;;
+      --variants eager stock fusion_passes --budget-s 420 --out "$OUT/e2e_prefill_8b.json" 2>&1 | grep -v Warning | tail -10 ;;
+  prefill_b8)
+    python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads prefill-2048 prefill-512 --batches 8 \
+      --variants eager stock fusion_passes --budget-s 420 --out "$OUT/e2e_prefill_b8.json" 2>&1 | grep -v Warning | tail -16 ;;
+  chain)
+    python3 benchmarks/bench_gemv_chain.py --rows 1 8 --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -12 ;;
+  overhead)
+    python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
+  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels" >&2
+     exit 2 ;;
 esac

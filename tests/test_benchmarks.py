@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 pytest.importorskip("transformers")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
@@ -58,3 +59,37 @@ def test_prefill_kernels_bench_tiny_cpu(tmp_path):
     recs = json.loads(out.read_text())["records"]
     assert {(r["family"], r["variant"]) for r in recs} == {(f, v) for f in ("attention", "qkv") for v in ("stock", "ours")}
     assert all(r["us"] > 0 and r["max_err"] < 1e-4 for r in recs)  # fp32 on CPU: the rewrites' ops match
+
+
+def test_gemv_chain_bench_tiny_cpu(tmp_path):
+    import bench_gemv_chain
+
+    out = tmp_path / "chain.json"
+    assert bench_gemv_chain.main(["--tiny", "--out", str(out)]) == 0
+    recs = json.loads(out.read_text())["records"]
+    assert [r["variant"] for r in recs] == ["cublas", "ours"]
+    assert all(r["ms"] > 0 and r["weight_gb"] >= 0 for r in recs)
+    assert bench_gemv_chain.weight_bytes(bench_gemv_chain.make_weights(bench_e2e.CONFIGS["tiny"], "cpu",
+                                                                       torch.float32)) == 4 * (2 * (
+        64 * 64 + 2 * 32 * 64 + 64 * 64 + 3 * 128 * 64) + 256 * 64)  # 2 layers of q,k,v,o,g,u,d + lm_head, fp32
+
+
+def test_decode_overhead_tiny_cpu(tmp_path):
+    import decode_overhead
+
+    out = tmp_path / "ov.json"
+    assert decode_overhead.main(["--tiny", "--device", "cpu", "--variants", "fusion_passes", "--out", str(out)]) == 0
+    (rec,) = json.loads(out.read_text())["records"]
+    assert rec["synced_ms"] > 0 and rec["host_functions"] and all("own_us" in f for f in rec["host_functions"])
+
+
+def test_timeline_gaps_and_host_share():
+    from types import SimpleNamespace as Event
+
+    import profile_decode
+
+    # two steps of three 6 us kernels launched every 10 us
+    evs = [Event(name=f"k{i % 3}", time_range=Event(start=i * 10.0, end=i * 10 + 6.0)) for i in range(6)]
+    t = profile_decode.timeline(evs, steps=2, first=2)
+    assert (t["kernels"], t["span_us"], t["busy_us"], t["gaps_us"], t["between_steps_us"]) == (3, 26.0, 18.0, 8.0, 4.0)
+    assert [k["gap_us"] for k in t["first_kernels"]] == [0.0, 4.0]
