@@ -93,3 +93,16 @@ def test_timeline_gaps_and_host_share():
     t = profile_decode.timeline(evs, steps=2, first=2)
     assert (t["kernels"], t["span_us"], t["busy_us"], t["gaps_us"], t["between_steps_us"]) == (3, 26.0, 18.0, 8.0, 4.0)
     assert [k["gap_us"] for k in t["first_kernels"]] == [0.0, 4.0]
+
+
+def test_generation_parity_tiny_cpu(tmp_path, monkeypatch):
+    import generation_parity
+
+    monkeypatch.setenv("FUSION_PASSES_DECODE_GEMV", "always")
+    monkeypatch.setenv("FUSION_PASSES_DECODE_ATTENTION", "always")
+    out = tmp_path / "gp.json"
+    assert generation_parity.main(["--tiny", "--device", "cpu", "--attn", "sdpa", "--variants", "fusion_passes",
+                                   "--out", str(out)]) == 0
+    (rec,) = json.loads(out.read_text())["records"]
+    assert rec["same_tokens"] == rec["steps"] == 8 and rec["argmax_flips"] == 0 and rec["explained"]
+    assert rec["teacher_forced_max_logit_err"] < 1e-4  # fp32
