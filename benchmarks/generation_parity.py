@@ -34,16 +34,17 @@ from common import write_results  # noqa: E402
 KEY = ("model", "attn", "variant", "dtype")
 
 
-def run_steps(model, prompt, steps: int, forced=None, cudagraphs=False):
-    """Greedy decoding over a fresh StaticCache: (tokens [B, steps], float logits per step). With ``forced``
-    ([B, steps] tokens), step i is fed forced[:, i - 1] instead of the model's own previous token."""
+def run_steps(eager, model, prompt, steps: int, forced=None, cudagraphs=False):
+    """Greedy decoding over a fresh StaticCache that ``eager`` prefills with the prompt (so both sides start from
+    the same cache, allocated outside any CUDA graph); ``model`` decodes: (tokens [B, steps], float logits per
+    step). With ``forced`` ([B, steps] tokens), step i is fed forced[:, i - 1] instead of the previous argmax."""
     from transformers import StaticCache
 
     n, b = prompt.shape[1], prompt.shape[0]
     cache = StaticCache(config=model.config, max_cache_len=n + steps + 1)
     dev = prompt.device
     with torch.no_grad():
-        logits = model(input_ids=prompt, past_key_values=cache, cache_position=torch.arange(n, device=dev),
+        logits = eager(input_ids=prompt, past_key_values=cache, cache_position=torch.arange(n, device=dev),
                        use_cache=True).logits
         tok = logits[:, -1:].argmax(-1)
         toks, all_logits = [], []
@@ -62,12 +63,12 @@ def run_steps(model, prompt, steps: int, forced=None, cudagraphs=False):
 
 
 def compare(model, compiled, prompt, steps: int, tie: float, cudagraphs: bool) -> dict:
-    ref_toks, _ = run_steps(model, prompt, steps)
-    got_toks, _ = run_steps(compiled, prompt, steps, cudagraphs=cudagraphs)
+    ref_toks, _ = run_steps(model, model, prompt, steps)
+    got_toks, _ = run_steps(model, compiled, prompt, steps, cudagraphs=cudagraphs)
     same = (ref_toks == got_toks).all(0).int()
     same_tokens = int(same.cumprod(0).sum())
-    _, ref_logits = run_steps(model, prompt, steps, forced=ref_toks)
-    _, got_logits = run_steps(compiled, prompt, steps, forced=ref_toks, cudagraphs=cudagraphs)
+    _, ref_logits = run_steps(model, model, prompt, steps, forced=ref_toks)
+    _, got_logits = run_steps(model, compiled, prompt, steps, forced=ref_toks, cudagraphs=cudagraphs)
     flips, max_err = [], 0.0
     for i, (r, g) in enumerate(zip(ref_logits, got_logits)):
         err = float((r - g).abs().max())
