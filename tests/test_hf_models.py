@@ -179,9 +179,14 @@ def test_hf_decode_step_with_decode_kernels(decode_kernels_everywhere, name, att
     assert not [e for r in recs for e in r.errors]
 
 
-def test_hf_llama_64_token_greedy_generation_matches_eager(decode_kernels_everywhere):
-    """#8: 64 greedy tokens with every family (decode kernels included) give eager's tokens (fp32, seeded)."""
+@pytest.mark.parametrize("rope", ["off", "on"])
+def test_hf_llama_64_token_greedy_generation_matches_eager(decode_kernels_everywhere, monkeypatch, rope):
+    """#8: 64 greedy tokens with every family (decode kernels included, RoPE in the q/k GEMV or not) give eager's
+    tokens (fp32, seeded)."""
     import fusion_passes
+    from fusion_passes.patterns import decode_gemv
+
+    monkeypatch.setenv(decode_gemv.ROPE_POLICY_ENV, rope)
 
     model = _causal_lm("llama")
     prompt = _ids(batch=1, seq=8)
@@ -191,5 +196,8 @@ def test_hf_llama_64_token_greedy_generation_matches_eager(decode_kernels_everyw
         got, logits = _greedy(torch.compile(model, backend=fusion_passes.backend()), prompt, 64)
     fired = {m.pattern for r in recs for m in r.matches}
     assert {"decode_gemv", "attention_sdpa"} <= fired
+    roped = [m for r in recs for m in r.matches if "rope on 2" in (m.detail or {}).get("epilogue", "")]
+    # one q/k/v GEMV per layer, in the decode graph and in the 8-token prompt's (8 rows: decode-sized too)
+    assert len(roped) == (4 if rope == "on" else 0)
     assert torch.equal(got, expected)
     assert max((a - b).abs().max().item() for a, b in zip(logits, ref_logits)) < 1e-4

@@ -5,9 +5,10 @@
     y   = cat([xn @ W_0.T, xn @ W_1.T, xn @ W_2.T], 1)       -> [M, sum N_i]  (q/k/v: 1-3 weights, one launch)
     y   = silu(xn @ W_0.T) * (xn @ W_1.T)                    -> [M, N_0]      (gate/up, silu_mul=True)
     y   = xn @ W_0.T + residual                              -> [M, N_0]      (o/down proj, residual given)
+    y_i = rope(y_i, cos, sin)  for the first rope_weights of the concatenated outputs (q, k; optional)
     # fused
     y = torch.ops.fusion_passes.decode_gemv(x, W_0, W_1, W_2, norm_weight, eps, norm_offset, norm_cast,
-                                            residual, silu_mul)
+                                            residual, silu_mul, rope_cos, rope_sin, rope_dim, rope_weights)
 
 The weights are read in place (separate pointers, no packing, no copy). Every intermediate is rounded to the
 model dtype T where eager rounds it, so the result differs from eager's only by the fp32 summation order:
@@ -16,8 +17,12 @@ model dtype T where eager rounds it, so the result differs from eager's only by 
     g  = (xn @ W_0.T) -> T
     y  = (silu(g) -> T) * ((xn @ W_1.T) -> T) -> T           silu(g) = g / (1 + exp(-g)), in fp32
     y  = (g + residual) -> T
+    rope, per head of rope_dim columns (h = rope_dim / 2, cos/sin [M, rope_dim] in T, HF's rotate_half form):
+    y[j]     = ((y[j] * cos[j]) -> T + (-y[j + h] * sin[j]) -> T) -> T                 j < h
+    y[j + h] = ((y[j + h] * cos[j + h]) -> T + (y[j] * sin[j + h]) -> T) -> T
 
-Each program owns BLOCK_N output columns of one weight and streams those weight rows once (the decode step is
+Each program owns BLOCK_N output columns of one weight (with rope: BLOCK_N column pairs j, j + h of its heads,
+so the rotation stays inside the program) and streams those weight rows once (the decode step is
 bound by reading the weights from HBM); the norm prologue re-reads the M x K input, which stays in L2.
 M = 1 accumulates elementwise and reduces once at the end; 2 <= M <= 16 uses ``tl.dot`` on a 16-row tile.
 Tile sizes are autotuned per shape.
@@ -73,6 +78,8 @@ if triton is not None:
         W1,  # [N1, K] (second concatenated weight, or the up projection when SILU_MUL; else W0)
         W2,  # [N2, K] (third concatenated weight; else W0)
         R,  # [M, N0] residual (None unless HAS_RES)
+        COS,  # [M, rope_dim] (None unless ROPE)
+        SIN,  # [M, rope_dim] (None unless ROPE)
         Y,  # [M, N_out] output, row stride stride_y
         M,
         K,
@@ -82,14 +89,18 @@ if triton is not None:
         stride_x,
         stride_r,
         stride_y,
+        stride_cs,  # row stride of COS and SIN
         eps,
         norm_offset,
+        rope_dim,
+        rope_weights,  # the first rope_weights weights' outputs are rotated
         CONCAT_W: tl.constexpr,  # 1-3 weights whose outputs are concatenated (1 with SILU_MUL / HAS_RES)
         HAS_NORM: tl.constexpr,
         NORM_CAST: tl.constexpr,
         NORM_OFFSET: tl.constexpr,
         SILU_MUL: tl.constexpr,
         HAS_RES: tl.constexpr,
+        ROPE: tl.constexpr,  # programs own column pairs (j, j + rope_dim/2) of every weight
         BLOCK_M: tl.constexpr,
         BLOCK_N: tl.constexpr,
         BLOCK_K: tl.constexpr,
@@ -97,30 +108,43 @@ if triton is not None:
         T = X.dtype.element_ty
         pid = tl.program_id(0)
         # which weight this program's columns come from (the grid covers cdiv(N0)+cdiv(N1)+cdiv(N2) blocks)
+        PAIR: tl.constexpr = 2 if ROPE else 1  # output columns per program column
         w_ptr = W0
         blk = pid
         n_lim = N0 + pid * 0
         col0 = pid * 0
+        w_idx = pid * 0
         if CONCAT_W >= 2:
-            nb0 = tl.cdiv(N0, BLOCK_N)
+            nb0 = tl.cdiv(N0 // PAIR, BLOCK_N)
             if pid >= nb0:
                 w_ptr = W1
                 blk = pid - nb0
                 n_lim = N1 + pid * 0
                 col0 = N0 + pid * 0
+                w_idx = 1 + pid * 0
             if CONCAT_W == 3:
-                nb01 = nb0 + tl.cdiv(N1, BLOCK_N)
+                nb01 = nb0 + tl.cdiv(N1 // PAIR, BLOCK_N)
                 if pid >= nb01:
                     w_ptr = W2
                     blk = pid - nb01
                     n_lim = N2 + pid * 0
                     col0 = N0 + N1 + pid * 0
+                    w_idx = 2 + pid * 0
 
         rm = tl.arange(0, BLOCK_M)
         m_ok = rm < M
         rn = blk * BLOCK_N + tl.arange(0, BLOCK_N)
-        n_ok = rn < n_lim
+        if ROPE:  # program column t -> the pair (j, j + h) of head t // h, j = t % h
+            half = rope_dim // 2
+            n_ok = rn < n_lim // 2
+            rj = rn % half
+            rn = (rn // half) * rope_dim + rj
+            w_rows2 = w_ptr + (rn + half).to(tl.int64)[:, None] * K
+        else:
+            n_ok = rn < n_lim
         w_rows = w_ptr + rn.to(tl.int64)[:, None] * K
+        if SILU_MUL:
+            w_rows2 = W1 + rn.to(tl.int64)[:, None] * K
 
         if HAS_NORM:  # per-row 1/rms over the whole row (the row is small and L2-resident)
             ss = tl.zeros([BLOCK_M], dtype=tl.float32)
@@ -131,13 +155,14 @@ if triton is not None:
                 ss += tl.sum(xk * xk, axis=1)
             rstd = tl.rsqrt(ss / K + eps)
 
+        TWO: tl.constexpr = SILU_MUL or ROPE  # a second accumulator: the up projection, or the pair's other half
         if BLOCK_M == 1:
             acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
-            if SILU_MUL:
+            if TWO:
                 acc_u = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
         else:
             acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-            if SILU_MUL:
+            if TWO:
                 acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
 
         for k0 in range(0, K, BLOCK_K):
@@ -154,26 +179,25 @@ if triton is not None:
                 x = (xf * nw[None, :]).to(T)
             w_mask = n_ok[:, None] & k_ok[None, :]
             w = tl.load(w_rows + rk[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
-            if SILU_MUL:
-                u = tl.load(W1 + rn.to(tl.int64)[:, None] * K + rk[None, :], mask=w_mask, other=0.0,
-                            eviction_policy="evict_first")
+            if TWO:
+                u = tl.load(w_rows2 + rk[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
             if BLOCK_M == 1:
                 xr = x.to(tl.float32)  # [1, BLOCK_K] broadcasts over the BLOCK_N weight rows
                 acc += w.to(tl.float32) * xr
-                if SILU_MUL:
+                if TWO:
                     acc_u += u.to(tl.float32) * xr
             else:
                 acc = tl.dot(x, tl.trans(w), acc)
-                if SILU_MUL:
+                if TWO:
                     acc_u = tl.dot(x, tl.trans(u), acc_u)
 
         if BLOCK_M == 1:
             y = tl.sum(acc, axis=1)[None, :]
-            if SILU_MUL:
+            if TWO:
                 y_u = tl.sum(acc_u, axis=1)[None, :]
         else:
             y = acc
-            if SILU_MUL:
+            if TWO:
                 y_u = acc_u
         y = y.to(T)  # the GEMM's output dtype, as eager rounds it
         out_mask = m_ok[:, None] & n_ok[None, :]
@@ -184,12 +208,26 @@ if triton is not None:
         if HAS_RES:
             r = tl.load(R + rm[:, None] * stride_r + rn[None, :], mask=out_mask, other=0.0)
             y = (y.to(tl.float32) + r.to(tl.float32)).to(T)
+        if ROPE:
+            y2 = y_u.to(T)  # the pair's other half: columns j + h
+            cs = rm[:, None] * stride_cs + rj[None, :]
+            c1 = tl.load(COS + cs, mask=out_mask, other=0.0).to(tl.float32)
+            s1 = tl.load(SIN + cs, mask=out_mask, other=0.0).to(tl.float32)
+            c2 = tl.load(COS + cs + half, mask=out_mask, other=0.0).to(tl.float32)
+            s2 = tl.load(SIN + cs + half, mask=out_mask, other=0.0).to(tl.float32)
+            a, b = y.to(tl.float32), y2.to(tl.float32)
+            ra = ((a * c1).to(T).to(tl.float32) + (-b * s1).to(T).to(tl.float32)).to(T)
+            rb = ((b * c2).to(T).to(tl.float32) + (a * s2).to(T).to(tl.float32)).to(T)
+            rotate = w_idx < rope_weights
+            y = tl.where(rotate, ra, y)
+            y2 = tl.where(rotate, rb, y2)
+            tl.store(Y + rm[:, None] * stride_y + (col0 + rn + half)[None, :], y2, mask=out_mask)
         tl.store(Y + rm[:, None] * stride_y + (col0 + rn)[None, :], y, mask=out_mask)
 
 
     # One autotuner per M tile (configs differ); both run the same kernel. Not prune_configs_by: Inductor's
     # support for user-defined autotuned kernels does not cover every pruning hook.
-    _KEY = ["K", "N0", "N1", "N2", "CONCAT_W", "HAS_NORM", "SILU_MUL", "HAS_RES"]
+    _KEY = ["K", "N0", "N1", "N2", "CONCAT_W", "HAS_NORM", "SILU_MUL", "HAS_RES", "ROPE"]
     _gemv_m1 = triton.autotune(configs=_configs(dot=False), key=_KEY)(_gemv_kernel)
     _gemv_m16 = triton.autotune(configs=_configs(dot=True), key=_KEY)(_gemv_kernel)
 
@@ -201,13 +239,15 @@ def _block_m(m: int) -> int:
     return 1 if m == 1 else 16
 
 
-def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y) -> None:
+def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y,
+            rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0) -> None:
     m, k = x.shape
     concat = 1 if (silu_mul or residual is not None) else 1 + (w1 is not None) + (w2 is not None)
     n0 = w0.shape[0]
     n1 = w1.shape[0] if w1 is not None else 0
     n2 = w2.shape[0] if w2 is not None else 0
-    widths = (n0, n1, n2)[:concat]
+    rope = rope_weights > 0
+    widths = tuple(n // 2 if rope else n for n in (n0, n1, n2)[:concat])  # with rope a program column is a pair
 
     def grid(meta):
         return (sum(triton.cdiv(n, meta["BLOCK_N"]) for n in widths),)
@@ -219,13 +259,16 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         NORM_OFFSET=norm_offset != 0.0,
         SILU_MUL=silu_mul,
         HAS_RES=residual is not None,
+        ROPE=rope,
         BLOCK_M=_block_m(int(m)),
     )
     args = (
-        x, norm_weight, w0, w1 if w1 is not None else w0, w2 if w2 is not None else w0, residual, y,
+        x, norm_weight, w0, w1 if w1 is not None else w0, w2 if w2 is not None else w0, residual, rope_cos,
+        rope_sin, y,
         m, k, n0, n1, n2,
         x.stride(0), residual.stride(0) if residual is not None else 0, y.stride(0),
-        eps, norm_offset,
+        rope_cos.stride(0) if rope else 0,
+        eps, norm_offset, rope_dim, rope_weights,
     )  # fmt: skip
     if INTERPRETED and x.device.type != "cuda":
         # the autotuner would benchmark every config in the (slow) interpreter: run one config directly
@@ -247,8 +290,17 @@ def _out_width(w0, w1, w2, residual, silu_mul) -> int:
     return sum(w.shape[0] for w in (w0, w1, w2) if w is not None)
 
 
+def rope(y: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """HF's ``y * cos + rotate_half(y) * sin`` per head: y [M, heads * D], cos/sin [M, D], eager's roundings."""
+    m, n = y.shape
+    d = cos.shape[-1]
+    yh = y.reshape(m, n // d, d)
+    rot = torch.cat([-yh[..., d // 2:], yh[..., : d // 2]], dim=-1)
+    return (yh * cos[:, None] + rot * sin[:, None]).reshape(m, n)
+
+
 def reference(x, w0, w1=None, w2=None, norm_weight=None, eps=1e-6, norm_offset=0.0, norm_cast=True,
-              residual=None, silu_mul=False) -> torch.Tensor:
+              residual=None, silu_mul=False, rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0) -> torch.Tensor:
     """The op's math in plain torch, rounding where eager rounds (the CPU implementation and the tests' oracle)."""
     t = x.dtype
     if norm_weight is not None:
@@ -261,7 +313,9 @@ def reference(x, w0, w1=None, w2=None, norm_weight=None, eps=1e-6, norm_offset=0
         return ((g / (1.0 + torch.exp(-g))).to(t) * (x @ w1.t())).contiguous()
     if residual is not None:
         return x @ w0.t() + residual
-    return torch.cat([x @ w.t() for w in (w0, w1, w2) if w is not None], dim=1)
+    outs = [x @ w.t() for w in (w0, w1, w2) if w is not None]
+    outs = [rope(o, rope_cos, rope_sin) if i < rope_weights else o for i, o in enumerate(outs)]
+    return torch.cat(outs, dim=1)
 
 
 _define_op = triton_op if HAS_TRITON else torch.library.custom_op
@@ -279,18 +333,30 @@ def decode_gemv(
     norm_cast: bool,
     residual: Optional[torch.Tensor],
     silu_mul: bool,
+    rope_cos: Optional[torch.Tensor] = None,
+    rope_sin: Optional[torch.Tensor] = None,
+    rope_dim: int = 0,
+    rope_weights: int = 0,
 ) -> torch.Tensor:
-    """x [M, K] (M <= 16), W_i [N_i, K] -> [M, sum N_i], or [M, N_0] with silu_mul / residual (see module doc)."""
+    """x [M, K] (M <= 16), W_i [N_i, K] -> [M, sum N_i], or [M, N_0] with silu_mul / residual (see module doc).
+    With rope_weights > 0 (concatenated outputs only), the first rope_weights outputs are rotated per head of
+    rope_dim columns by rope_cos / rope_sin [M, rope_dim]; every N_i must be a multiple of rope_dim."""
+    if rope_weights and (silu_mul or residual is not None or rope_dim % 2
+                         or any(w is not None and w.shape[0] % rope_dim for w in (w0, w1, w2))):
+        raise ValueError("decode_gemv: rope needs concatenated outputs whose widths are multiples of an even rope_dim")
     if not _use_triton(x):
-        return reference(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul)
-    x, w0, w1, w2, norm_weight, residual = (
-        t.contiguous() if t is not None else None for t in (x, w0, w1, w2, norm_weight, residual)
+        return reference(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos,
+                         rope_sin, rope_dim, rope_weights)
+    x, w0, w1, w2, norm_weight, residual, rope_cos, rope_sin = (
+        t.contiguous() if t is not None else None for t in (x, w0, w1, w2, norm_weight, residual, rope_cos, rope_sin)
     )  # no-ops for what the pass inserts: activations and parameters are contiguous
     y = torch.empty((x.shape[0], _out_width(w0, w1, w2, residual, silu_mul)), dtype=x.dtype, device=x.device)
-    _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y)
+    _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y, rope_cos, rope_sin,
+            rope_dim, rope_weights)
     return y
 
 
 @decode_gemv.register_fake
-def _(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul):
+def _(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos=None, rope_sin=None,
+      rope_dim=0, rope_weights=0):
     return x.new_empty((x.shape[0], _out_width(w0, w1, w2, residual, silu_mul)))

@@ -13,6 +13,17 @@
     a   = decode_gemv(h, Wg, Wu, norm_weight=w_post, silu_mul=True)
     h   = decode_gemv(a, Wd, residual=h)
 
+With ``FUSION_PASSES_DECODE_ROPE=on`` the q/k GEMV also applies HF's rotary embedding in its epilogue:
+
+    q = permute(view(q, [B, S, H, D]), [0, 2, 1, 3]); q = q * cos + rotate_half(q) * sin    (same for k)
+    # after: the q/k/v GEMV writes rotated q and k; the heads view of its output replaces q_embed / k_embed
+    qkv = decode_gemv(h, Wq, Wk, Wv, norm_weight=w_in, rope_cos=cos, rope_sin=sin, rope_dim=D, rope_weights=2)
+
+It is off by default until it is measured on a GPU. The parity and must-not-fire tests run on CPU, and the kernel
+runs in Triton's interpreter. It folds only the exact ``rotate_half`` form, with one cos/sin of shape
+[B or 1, 1, S, D] shared by q and k, no bias, no other user of the unrotated heads, and outputs that are whole
+heads.
+
 Also the final norm + lm_head (one weight). Matched forms: an RMSNorm with a weight (the HF Llama form
 ``w * n.to(T)`` or Gemma's ``(n * (1 + w.float())).to(T)``, as ``residual_norm`` matches it) whose output feeds
 only 1-3 linears; ``silu(g) * u`` as ``aten.silu``, ``g * sigmoid(g)`` or Inductor's ``g / (1 + exp(-g))``, with
@@ -40,11 +51,15 @@ from . import env_policy, residual_norm
 
 NAME = "decode_gemv"
 HOOK = "post_grad"
-DESCRIPTION = "decode-sized linears (M <= 16) + RMSNorm prologue / SiLU*mul / residual epilogue -> one GEMV kernel"
+DESCRIPTION = ("decode-sized linears (M <= 16) + RMSNorm prologue / SiLU*mul / residual (/ RoPE, opt-in) epilogue "
+               "-> one GEMV kernel")
 DEPENDS = (gemv, linears, residual_norm)
 
 POLICY_ENV = "FUSION_PASSES_DECODE_GEMV"
 POLICIES = ("auto", "always")
+# RoPE in the q/k GEMV's epilogue is exact and tested, but not yet measured on a GPU: off until it is.
+ROPE_POLICY_ENV = "FUSION_PASSES_DECODE_ROPE"
+ROPE_POLICIES = ("off", "on")
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -59,8 +74,12 @@ def policy() -> str:
     return env_policy(POLICY_ENV, POLICIES)
 
 
+def rope_policy() -> str:
+    return env_policy(ROPE_POLICY_ENV, ROPE_POLICIES)
+
+
 def cache_key() -> str:
-    return policy()
+    return f"{policy()}/rope={rope_policy()}"
 
 
 class _NoMatch(Exception):
@@ -214,12 +233,23 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx) -> None:
             silu = None
     m, k = val(lins[0].x2).shape
     _check_measured_faster(m, lins)
+    rope = _rope_epilogue(lins, m, ctx) if silu is None and len(lins) >= 2 and rope_policy() == "on" else None
+    if rope is not None:
+        lins = rope.lins  # the rotated outputs first: the kernel rotates the first rope_weights
     fake = linears.FakeEval(val(norm.x))
     tail = [norm.weight, norm.eps, norm.weight_offset, norm.cast_before_weight, None, silu is not None]
     with graph.inserting_after(norm.y):
         x2 = fake.call(graph, aten.reshape.default, norm.x, [m, k])
-    with graph.inserting_after(x2):
-        outs, inserted = _insert_op(graph, [x2, *[lin.weight for lin in lins], *[None] * (3 - len(lins)), *tail], fake)
+    rope_args = []
+    if rope is not None:
+        with graph.inserting_after(x2):  # cos/sin [B', 1, S, D] -> one row per GEMV row: [M, D]
+            rope_args = [fake.call(graph, aten.reshape.default,
+                                   fake.call(graph, aten.expand.default, t, list(rope.shape)), [m, rope.dim])
+                         for t in (rope.cos, rope.sin)]
+            rope_args += [rope.dim, len(rope.chains)]
+    with graph.inserting_after(rope_args[1] if rope_args else x2):
+        outs, inserted = _insert_op(
+            graph, [x2, *[lin.weight for lin in lins], *[None] * (3 - len(lins)), *tail, *rope_args], fake)
     replaced = [*norm.interior, norm.y, *(lin.mm for lin in lins)]
     detail = {"prologue": f"rms_norm ({norm.form})", "shape": [m, k, [lin.width for lin in lins]],
               "weights": [lin.weight.name for lin in lins]}
@@ -234,7 +264,9 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx) -> None:
         dead = [final, *chain]
         inserted.append(y)
     else:
-        ctx.matched(replaced, inserted, anchor=lins[0].mm, detail={**detail, "epilogue": "concatenated outputs"},
+        epilogue = "concatenated outputs" + (f", rope on {len(rope.chains)} (head dim {rope.dim})" if rope else "")
+        rope_nodes = [n for c in rope.chains for n in c.interior] if rope else []
+        ctx.matched([*replaced, *rope_nodes], inserted, anchor=lins[0].mm, detail={**detail, "epilogue": epilogue},
                     saved_bytes=sum(graph_utils.tensor_bytes(n) for n in norm.interior))
         start, dead = 0, []
         for lin in lins:
@@ -252,9 +284,94 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx) -> None:
                 last = piece
             start += lin.width
             linears.replace_output(graph, lin.mm, piece, fake)
+        for chain in rope.chains if rope else ():
+            chain.out.replace_all_uses_with(chain.heads)  # the heads view now reads rotated columns
+            dead += chain.interior
     graph_utils.copy_stack_trace([lins[0].mm], [x2, *inserted])
     erase_dead(graph, [*dead, *(lin.mm for lin in lins), *(a for lin in lins for a in lin.mm.args), norm.y,
                         *norm.interior])
+
+
+class _RopeChain:
+    """HF's ``apply_rotary_pos_emb`` on one linear's output, in post-grad ATen (h = D / 2):
+
+        heads = permute(reshape(mm, [B, S, H, D]), [0, 2, 1, 3])              # [B, H, S, D]
+        out   = heads * cos + cat([-heads[..., h:], heads[..., :h]], -1) * sin   # cos/sin [B or 1, 1, S, D]
+    """
+
+    def __init__(self, heads, out, cos, sin, dim, interior):
+        self.heads, self.out, self.cos, self.sin, self.dim, self.interior = heads, out, cos, sin, dim, interior
+
+
+class _Rope:
+    def __init__(self, lins, chains, cos, sin, dim, shape):
+        self.lins, self.chains, self.cos, self.sin, self.dim, self.shape = lins, chains, cos, sin, dim, shape
+
+
+def _rope_chain(lin: linears.Linear, m: int) -> _RopeChain | None:
+    node, t = lin.mm, dtype_of(lin.mm)
+    if lin.bias is not None:
+        return None  # the bias would have to be added before the rotation
+    while (nxt := sole_user(node)) is not None and is_op(nxt, *_RESHAPES):
+        node = nxt
+    heads = sole_user(node)
+    if heads is None or not is_op(heads, aten.permute) or list(heads.args[1]) != [0, 2, 1, 3]:
+        return None
+    b, h, s, d = shape_of(heads)
+    if not all(isinstance(v, int) for v in (b, h, s, d)) or b * s != m or h * d != lin.width or d % 2:
+        return None
+    users = list(heads.users)
+    muls = [u for u in users if is_op(u, aten.mul) and heads in u.args and len(u.args) == 2]
+    slices = {(u.args[1] % 4, u.args[2], u.args[3] if len(u.args) > 3 else None): u for u in users
+              if is_op(u, aten.slice) and len(u.args) >= 3 and (len(u.args) < 5 or u.args[4] == 1)}
+    lo, hi = slices.get((3, 0, d // 2)), next((v for (dim, a, e), v in slices.items()
+                                                if dim == 3 and a == d // 2 and e is not None and e >= d), None)
+    if len(users) != 3 or len(muls) != 1 or lo is None or hi is None:
+        return None
+    neg, cat = sole_user(hi), sole_user(lo)
+    if neg is None or not is_op(neg, aten.neg) or cat is None or sole_user(neg) is not cat:
+        return None
+    if not is_op(cat, aten.cat) or list(cat.args[0]) != [neg, lo] or (cat.args[1] if len(cat.args) > 1 else 0) % 4 != 3:
+        return None
+    mul_s, mul_c = sole_user(cat), muls[0]
+    if mul_s is None or not is_op(mul_s, aten.mul) or len(mul_s.args) != 2:
+        return None
+    out = sole_user(mul_c)
+    if out is None or sole_user(mul_s) is not out or not is_op(out, aten.add) or set(out.args) != {mul_c, mul_s}:
+        return None
+    if out.kwargs.get("alpha", 1) != 1:
+        return None
+    cos = mul_c.args[1] if mul_c.args[0] is heads else mul_c.args[0]
+    sin = mul_s.args[1] if mul_s.args[0] is cat else mul_s.args[0]
+    for tab in (cos, sin):
+        shape = shape_of(tab) if isinstance(tab, fx.Node) else None
+        if shape is None or len(shape) != 4 or tuple(shape[1:]) != (1, s, d) or shape[0] not in (1, b):
+            return None
+        if dtype_of(tab) != t or val(tab).device != val(lin.mm).device:
+            return None
+    if any(dtype_of(n) != t for n in (mul_c, mul_s, cat, out)) or not same_shape(shape_of(out), (b, h, s, d)):
+        return None
+    return _RopeChain(heads, out, cos, sin, d, [mul_c, lo, hi, neg, cat, mul_s, out])
+
+
+def _rope_epilogue(lins: list[linears.Linear], m: int, ctx) -> _Rope | None:
+    """The rope chains on these linears' outputs (q and k), when the kernel can compute them in its epilogue:
+    one shared cos/sin and head dim, and every output (v too) a whole number of heads."""
+    chains = {id(lin): _rope_chain(lin, m) for lin in lins}
+    found = [c for c in chains.values() if c is not None]
+    if not found:
+        return None
+    first = found[0]
+    if any((c.cos, c.sin, c.dim) != (first.cos, first.sin, first.dim) for c in found):
+        ctx.near_miss(lins[0].mm, "rope not folded into the q/k GEMV: q and k use different cos/sin tables")
+        return None
+    if any(lin.width % first.dim for lin in lins):
+        ctx.near_miss(lins[0].mm, f"rope not folded into the q/k GEMV: an output is not a whole number of "
+                                  f"{first.dim}-wide heads")
+        return None
+    ordered = [lin for lin in lins if chains[id(lin)]] + [lin for lin in lins if not chains[id(lin)]]
+    b, _, s, d = shape_of(first.heads)
+    return _Rope(ordered, found, first.cos, first.sin, d, (b, 1, s, d))
 
 
 def _linears_reading(y: fx.Node) -> list[fx.Node] | None:

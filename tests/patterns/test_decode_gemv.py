@@ -106,6 +106,139 @@ def test_real_transformers_llama_decode(always):
     assert len(matches(recs)) == 4 * 2 + 1
 
 
+# ------------------------------------------------------------------------------------------ rope epilogue
+
+
+@pytest.fixture
+def rope_on(always, monkeypatch):
+    monkeypatch.setenv(decode_gemv.ROPE_POLICY_ENV, "on")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("batch", [1, 4])
+def test_rope_folded_into_the_qkv_gemv(rope_on, dtype, batch):
+    """q/k rotated in the q/k/v GEMV's epilogue: HF's rotate_half ops (slice, neg, cat, 4 mul, 2 add per layer)
+    are gone, the results equal eager's."""
+    model, step = zoo_decode(dtype, batch)
+    layers = model.config.num_hidden_layers
+    with torch.no_grad():
+        expected = step(model)()
+        out, recs = compile_with_records(step(model), patterns=PATTERN)
+    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(out, expected, rtol=tol, atol=tol)
+    qkv = [m for m in matches(recs) if len(m.detail.get("weights", ())) == 3]
+    assert len(qkv) == layers and all(m.detail["epilogue"].endswith("rope on 2 (head dim 16)") for m in qkv)
+    before, after = ops_of(recs, "before"), ops_of(recs, "after")
+    assert before["aten.cat"] >= 2 * layers and after.get("aten.cat", 0) == before["aten.cat"] - 2 * layers
+    assert before["aten.neg"] == 3 * layers and after.get("aten.neg", 0) == 0  # rotate_half's 2, silu's 1
+
+
+def test_rope_off_by_default(always):
+    model, step = zoo_decode(torch.float32)
+    with torch.no_grad():
+        _, recs = compile_with_records(step(model), patterns=PATTERN)
+    qkv = [m for m in matches(recs) if len(m.detail.get("weights", ())) == 3]
+    assert qkv and all(m.detail["epilogue"] == "concatenated outputs" for m in qkv)
+
+
+def test_rope_real_transformers_decode_steps(rope_on, monkeypatch):
+    """Two greedy steps of HF Llama (GQA, static cache) give eager's logits with rope folded in."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                   intermediate_size=128, vocab_size=256, attn_implementation="sdpa")
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(cfg).eval()
+
+    def steps(m):
+        cache = transformers.StaticCache(config=cfg, max_cache_len=32)
+        torch.manual_seed(1)
+        outs = []
+        with torch.no_grad():
+            model(input_ids=torch.randint(0, 256, (2, 8)), past_key_values=cache, cache_position=torch.arange(8))
+            tok = torch.randint(0, 256, (2, 1))
+            for i in range(2):
+                pos = torch.tensor([8 + i])
+                logits = m(input_ids=tok, past_key_values=cache, cache_position=pos,
+                           position_ids=pos[None].expand(2, 1), use_cache=True).logits
+                outs.append(logits)
+                tok = logits[:, -1:].argmax(-1)
+        return outs
+
+    expected = steps(model)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=fusion_passes.backend(patterns=PATTERN))
+    with fusion_passes.capture() as recs:
+        got = steps(compiled)
+    for a, b in zip(got, expected):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    assert sum("rope on 2" in m.detail.get("epilogue", "") for m in matches(recs)) == 2
+
+
+class RopeVariants(nn.Module):
+    """q/k projections + HF rope, with a twist that must keep the rope out of the GEMV."""
+
+    def __init__(self, twist, v_width=0):
+        super().__init__()
+        self.norm = zoo.LlamaRMSNorm(32)
+        self.q, self.k = nn.Linear(32, 32, bias=twist == "bias"), nn.Linear(32, 16, bias=False)
+        self.v = nn.Linear(32, v_width, bias=False) if v_width else None
+        self.twist = twist
+
+    def forward(self, x, cos, sin):
+        b, s, _ = x.shape
+        h = self.norm(x)
+        v = self.v(h) if self.v is not None else None
+        q = self.q(h).view(b, s, -1, 8).transpose(1, 2)
+        k = self.k(h).view(b, s, -1, 8).transpose(1, 2)
+        c, sn = cos.unsqueeze(1), sin.unsqueeze(1)
+        if self.twist == "interleaved":  # GPT-J style pairs (2i, 2i + 1): another rotation
+            def rot(t):
+                return torch.stack([-t[..., 1::2], t[..., ::2]], -1).flatten(-2)
+        else:
+            rot = zoo.rotate_half
+        qr = q * c + rot(q) * sn
+        kr = k * c + rot(k) * sn
+        if self.twist == "q_reused":
+            return qr, kr, q
+        if self.twist == "per_head_cos":
+            qr = q * c.expand(b, 4, s, 8).contiguous() + rot(q) * sn
+        return (qr, kr) if v is None else (qr, kr, v)
+
+
+@pytest.mark.parametrize("twist, folded", [("interleaved", 0), ("q_reused", 1), ("per_head_cos", 1), ("bias", 1)])
+def test_rope_not_folded(rope_on, twist, folded):
+    """Another rotation, the unrotated q used elsewhere, a cos that differs per head, a bias on q: q's rope stays
+    outside the GEMV (k's, untouched by the twist, is still folded)."""
+    torch.manual_seed(0)
+    mod = RopeVariants(twist)
+    x, angle = torch.randn(2, 1, 32), torch.rand(2, 1, 4) * 6
+    cos, sin = torch.cat([angle, angle], -1).cos(), torch.cat([angle, angle], -1).sin()
+    with torch.no_grad():
+        expected = mod(x, cos, sin)
+        out, recs = compile_with_records(mod, x, cos, sin, patterns=PATTERN)
+    for a, b in zip(out, expected):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    ms = matches(recs)
+    assert ms and sum(m.detail.get("epilogue", "").count(f"rope on {folded}") for m in ms) == (1 if folded else 0)
+    assert not any("rope on 2" in m.detail.get("epilogue", "") for m in ms)
+
+
+def test_rope_kernel_needs_whole_heads_in_every_output(rope_on):
+    """v's width not a multiple of the head dim: the kernel's column pairs would straddle it, so no rope."""
+
+    torch.manual_seed(0)
+    mod = RopeVariants("plain", v_width=12)
+    x, angle = torch.randn(1, 1, 32), torch.rand(1, 1, 4)
+    cos, sin = torch.cat([angle, angle], -1).cos(), torch.cat([angle, angle], -1).sin()
+    with torch.no_grad():
+        expected = mod(x, cos, sin)
+        out, recs = compile_with_records(mod, x, cos, sin, patterns=PATTERN)
+    for a, b in zip(out, expected):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    assert not any("rope" in m.detail.get("epilogue", "") for m in matches(recs))
+    assert any("whole number" in nm.reason for r in recs for nm in r.near_misses)
+
+
 # ------------------------------------------------------------------------------------------ must not fire
 
 
