@@ -363,6 +363,10 @@ def test_unknown_policy_is_a_clear_error(monkeypatch):
     monkeypatch.setenv(decode_gemv.POLICY_ENV, "sometimes")
     with pytest.raises(ValueError, match="auto, always"):
         decode_gemv.policy()
+    monkeypatch.setenv(decode_gemv.POLICY_ENV, "always")
+    monkeypatch.setenv(decode_gemv.ROPE_POLICY_ENV, "yes")
+    with pytest.raises(ValueError, match="FUSION_PASSES_DECODE_ROPE='yes'; use one of off, on"):
+        decode_gemv.cache_key()
 
 
 # ------------------------------------------------------------------------------------------ GPU
