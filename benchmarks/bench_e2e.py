@@ -4,8 +4,8 @@
     python benchmarks/bench_e2e.py --model llama-8b --workloads decode-1024
     python benchmarks/bench_e2e.py --tiny                       # CPU smoke run of the harness (CI)
 
-Variants in one run: ``eager``, ``stock`` (torch.compile, Inductor), ``fusion_passes``, each decode variant also
-``+cudagraphs`` (``mode="reduce-overhead"``) on GPU. Figures per record: median latency (CUDA events or wall
+Variants in one run: ``eager``, ``stock`` (torch.compile, Inductor), ``fusion_passes``, ``fusion_passes+rope``
+(with the opt-in RoPE epilogue of decode_gemv), each decode variant also ``+cudagraphs`` (``mode="reduce-overhead"``) on GPU. Figures per record: median latency (CUDA events or wall
 clock), kernels per step (profiler), peak memory, compile time, max error vs eager, and for decode the fraction
 of the HBM roofline (weight bytes / time / measured copy bandwidth). Prints a table; writes
 ``benchmarks/results/<device>_<torch>.json`` (records are merged by (model, attn, workload, variant)).
@@ -14,6 +14,7 @@ of the HBM roofline (weight bytes / time / measured copy bandwidth). Prints a ta
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -90,9 +91,27 @@ def make_variant(model, variant: str):
         return model
     if base == "stock":
         return torch.compile(model, mode=mode)
-    if base == "fusion_passes":
+    if base in ("fusion_passes", "fusion_passes+rope"):  # +rope: see variant_env
         return torch.compile(model, backend=fusion_passes.backend(mode=mode))
     raise ValueError(f"unknown variant {variant!r}")
+
+
+@contextlib.contextmanager
+def variant_env(variant: str):
+    """``fusion_passes+rope``: ours with RoPE folded into the q/k GEMV (an opt-in policy the passes read while
+    they compile, so it is set for the variant's whole measurement)."""
+    from fusion_passes.patterns import decode_gemv
+
+    old = os.environ.get(decode_gemv.ROPE_POLICY_ENV)
+    if "+rope" in variant:
+        os.environ[decode_gemv.ROPE_POLICY_ENV] = "on"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(decode_gemv.ROPE_POLICY_ENV, None)
+        else:
+            os.environ[decode_gemv.ROPE_POLICY_ENV] = old
 
 
 def count_kernels(fn, device: str) -> int | None:
@@ -144,8 +163,9 @@ def run(args, save) -> list[dict]:
                         records.append(rec)
                         continue
                     try:
-                        rec.update(measure(model, fresh_step(), variant, reference, device, args.iters,
-                                           decode=workload.startswith("decode")))
+                        with variant_env(variant):
+                            rec.update(measure(model, fresh_step(), variant, reference, device, args.iters,
+                                               decode=workload.startswith("decode")))
                     except Exception as e:  # noqa: BLE001 - a failing variant is a result, not a crash
                         traceback.print_exc()
                         rec["error"] = f"{type(e).__name__}: {e}"[:500]

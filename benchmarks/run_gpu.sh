@@ -12,6 +12,7 @@
 #   bash benchmarks/run_gpu.sh prefill_b8  # llama-1b prefill 512/2048 at batch 8 without CUDA graphs
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #   bash benchmarks/run_gpu.sh overhead  # a decode step's host time vs GPU-busy time, stock vs ours
+#   bash benchmarks/run_gpu.sh decode_rope  # llama-1b decode: stock vs ours vs ours with the RoPE epilogue (opt-in)
 # On a machine with two GPUs, two parts can run at once: CUDA_VISIBLE_DEVICES=1 bash benchmarks/run_gpu.sh ...
 # Results land in $OUT (the device tool brings them back) and are then copied to benchmarks/results/.
 set -uo pipefail
@@ -52,10 +53,14 @@ case "${1:-}" in
   prefill_b8)
     python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads prefill-2048 prefill-512 --batches 8 \
       --variants eager stock fusion_passes --budget-s 420 --out "$OUT/e2e_prefill_b8.json" 2>&1 | grep -v Warning | tail -16 ;;
+  decode_rope)
+    python3 benchmarks/bench_e2e.py --attn sdpa eager --workloads decode-1024 \
+      --variants stock+cudagraphs fusion_passes+cudagraphs fusion_passes+rope+cudagraphs --budget-s 420 \
+      --out "$OUT/e2e_decode_rope.json" 2>&1 | grep -v Warning | tail -12 ;;
   chain)
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -12 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels" >&2
+  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope" >&2
      exit 2 ;;
 esac

@@ -106,3 +106,14 @@ def test_generation_parity_tiny_cpu(tmp_path, monkeypatch):
     (rec,) = json.loads(out.read_text())["records"]
     assert rec["same_tokens"] == rec["steps"] == 8 and rec["argmax_flips"] == 0 and rec["explained"]
     assert rec["teacher_forced_max_logit_err"] < 1e-4  # fp32
+
+
+def test_rope_variant_sets_the_policy_only_while_it_runs(monkeypatch):
+    from fusion_passes.patterns import decode_gemv
+
+    monkeypatch.delenv(decode_gemv.ROPE_POLICY_ENV, raising=False)
+    with bench_e2e.variant_env("fusion_passes+rope+cudagraphs"):
+        assert decode_gemv.rope_policy() == "on"
+    with bench_e2e.variant_env("fusion_passes+cudagraphs"):
+        assert decode_gemv.rope_policy() == "off"
+    assert decode_gemv.rope_policy() == "off"

@@ -385,8 +385,9 @@ def _hf_llama_cuda(hidden=256, layers=2):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("batch", [1, 4])
-@pytest.mark.parametrize("mode", [None, "reduce-overhead"])
-def test_gpu_hf_llama_decode(mode, batch):
+@pytest.mark.parametrize("mode, rope", [(None, "off"), ("reduce-overhead", "off"), ("reduce-overhead", "on")])
+def test_gpu_hf_llama_decode(monkeypatch, mode, rope, batch):
+    monkeypatch.setenv(decode_gemv.ROPE_POLICY_ENV, rope)
     transformers, cfg, model = _hf_llama_cuda()
     ids = torch.randint(0, 1024, (batch, 16), device="cuda")
     toks = torch.randint(0, 1024, (4, batch, 1), device="cuda")
@@ -410,6 +411,7 @@ def test_gpu_hf_llama_decode(mode, batch):
     for g, e in zip(got, expected):
         torch.testing.assert_close(g, e, rtol=5e-2, atol=5e-2)
     assert len(matches(recs)) == 4 * 2 + 1
+    assert sum("rope on 2" in m.detail.get("epilogue", "") for m in matches(recs)) == (2 if rope == "on" else 0)
     before, after = ops_of(recs, "before"), ops_of(recs, "after")
     # every linear's GEMM is gone (at batch 1 the rotary embedding's inv_freq @ positions is an mm too: it stays)
     assert before["aten.mm"] - after.get("aten.mm", 0) == 7 * 2 + 1
