@@ -13,6 +13,8 @@
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #   bash benchmarks/run_gpu.sh overhead  # a decode step's host time vs GPU-busy time, stock vs ours
 #   bash benchmarks/run_gpu.sh decode_rope  # llama-1b decode: stock vs ours vs ours with the RoPE epilogue (opt-in)
+#   bash benchmarks/run_gpu.sh decode_nocg  # llama-1b and -8b decode without CUDA graphs: stock vs ours
+#   bash benchmarks/run_gpu.sh prefill8b_rest  # llama-8b prefill 512 and batch 8, with and without CUDA graphs
 # On a machine with two GPUs, two parts can run at once: CUDA_VISIBLE_DEVICES=1 bash benchmarks/run_gpu.sh ...
 # Results land in $OUT (the device tool brings them back) and are then copied to benchmarks/results/.
 set -uo pipefail
@@ -57,10 +59,20 @@ case "${1:-}" in
     python3 benchmarks/bench_e2e.py --attn sdpa eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+cudagraphs fusion_passes+rope+cudagraphs --budget-s 420 \
       --out "$OUT/e2e_decode_rope.json" 2>&1 | grep -v Warning | tail -12 ;;
+  decode_nocg)
+    for model in llama-1b llama-8b; do
+      python3 benchmarks/bench_e2e.py --model $model --attn sdpa eager --workloads decode-1024 \
+        --variants stock fusion_passes --budget-s 250 --out "$OUT/e2e_decode_nocg_$model.json" 2>&1 \
+        | grep -v Warning | tail -8
+    done ;;
+  prefill8b_rest)
+    python3 benchmarks/bench_e2e.py --model llama-8b --attn sdpa eager --workloads prefill-512 prefill-2048 \
+      --batches 1 8 --variants eager stock fusion_passes stock+cudagraphs fusion_passes+cudagraphs --budget-s 500 \
+      --out "$OUT/e2e_prefill_8b_rest.json" 2>&1 | grep -v Warning | tail -45 ;;
   chain)
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -12 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope" >&2
+  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest" >&2
      exit 2 ;;
 esac
