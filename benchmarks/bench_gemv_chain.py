@@ -29,7 +29,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_e2e import CONFIGS, copy_bandwidth_gbs  # noqa: E402
-from common import median_ms, write_results  # noqa: E402
+from common import add_run_args, median_ms, run_dtype, write_results  # noqa: E402
 
 from fusion_passes.kernels import gemv  # noqa: E402
 
@@ -125,14 +125,12 @@ def main(argv=None) -> int:
     p.add_argument("--models", nargs="+", default=["llama-1b", "llama-8b"])
     p.add_argument("--rows", nargs="+", type=int, default=[1])
     p.add_argument("--variants", nargs="+", default=["cublas", "ours"])
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--tiny", action="store_true")
-    p.add_argument("--out", default=None)
+    add_run_args(p)
     args = p.parse_args(argv)
     cuda = args.device.startswith("cuda")
     if args.tiny:
         args.models = ["tiny"]
-    dtype = torch.bfloat16 if cuda else torch.float32
+    dtype = run_dtype(args, variants_attr=None)
     bw = copy_bandwidth_gbs(args.device)
     records = []
     for model in args.models:

@@ -24,6 +24,22 @@ def environment(device: str) -> dict:
     return env
 
 
+def add_run_args(p) -> None:
+    """--device / --tiny / --out, as every benchmark script takes them."""
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--tiny", action="store_true", help="tiny config (CPU smoke run)")
+    p.add_argument("--out", default=None, help="JSON path (default benchmarks/results/<kind>_<device>_<torch>.json)")
+
+
+def run_dtype(args, variants_attr: str | None = "variants") -> torch.dtype:
+    """bf16 on GPU, fp32 on CPU; off GPU also drops the ``+cudagraphs`` variants' suffix (no CUDA graphs there)."""
+    cuda = args.device.startswith("cuda")
+    if not cuda and variants_attr and getattr(args, variants_attr, None):
+        setattr(args, variants_attr, list(dict.fromkeys(v.removesuffix("+cudagraphs")
+                                                         for v in getattr(args, variants_attr))))
+    return torch.bfloat16 if cuda else torch.float32
+
+
 def median_ms(fn, device: str, iters: int = 50, warmup: int = 3) -> float:
     """Median time of ``fn()`` in ms: CUDA events on GPU, perf_counter on CPU."""
     for _ in range(warmup):

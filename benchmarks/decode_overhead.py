@@ -29,7 +29,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_e2e import build_model, make_variant, workload_inputs  # noqa: E402
-from common import median_ms, pipelined_ms, write_results  # noqa: E402
+from common import add_run_args, median_ms, pipelined_ms, run_dtype, write_results  # noqa: E402
 
 
 def gpu_busy_ms(fn, steps: int = 10) -> float:
@@ -80,16 +80,12 @@ def main(argv=None) -> int:
                    default=["stock+cudagraphs", "fusion_passes+cudagraphs"])
     p.add_argument("--cprofile", type=int, default=20, help="steps under cProfile (0: skip)")
     p.add_argument("--top", type=int, default=25)
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--tiny", action="store_true", help="tiny config, short context (CPU smoke run)")
-    p.add_argument("--out", default=None)
+    add_run_args(p)
     args = p.parse_args(argv)
     cuda = args.device.startswith("cuda")
     if args.tiny:
         args.model, args.context, args.cprofile = "tiny", 16, 2
-    if not cuda:
-        args.variants = list(dict.fromkeys(v.removesuffix("+cudagraphs") for v in args.variants))
-    dtype = torch.bfloat16 if cuda else torch.float32
+    dtype = run_dtype(args)
     model = build_model(args.model, args.attn, args.device, dtype)
     fresh_step = workload_inputs(model, f"decode-{args.context}", 1, args.device)
     records = []

@@ -28,7 +28,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_e2e import build_model, make_variant  # noqa: E402
-from common import write_results  # noqa: E402
+from common import add_run_args, run_dtype, write_results  # noqa: E402
 
 
 KEY = ("model", "attn", "variant", "dtype")
@@ -92,16 +92,11 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=64)
     p.add_argument("--prompt", type=int, default=32)
     p.add_argument("--tie", type=float, default=2.0, help="a flip is a near tie if eager's margin <= tie x max err")
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--tiny", action="store_true")
-    p.add_argument("--out", default=None)
+    add_run_args(p)
     args = p.parse_args(argv)
-    cuda = args.device.startswith("cuda")
     if args.tiny:
         args.model, args.steps, args.prompt = "tiny", 8, 8
-    if not cuda:
-        args.variants = list(dict.fromkeys(v.removesuffix("+cudagraphs") for v in args.variants))
-    dtype = torch.bfloat16 if cuda else torch.float32
+    dtype = run_dtype(args)
     records = []
     for attn in args.attn:
         model = build_model(args.model, attn, args.device, dtype)

@@ -18,7 +18,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_e2e import build_model, make_variant, workload_inputs  # noqa: E402
-from common import write_results  # noqa: E402
+from common import add_run_args, run_dtype, write_results  # noqa: E402
 
 
 def timeline(kernel_events: list, steps: int, first: int) -> dict:
@@ -82,15 +82,11 @@ def main(argv=None) -> int:
     p.add_argument("--variants", nargs="+", default=["stock+cudagraphs", "fusion_passes+cudagraphs"])
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--top", type=int, default=15)
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--tiny", action="store_true", help="tiny config, short context (CPU smoke run)")
-    p.add_argument("--out", default=None)
+    add_run_args(p)
     args = p.parse_args(argv)
     if args.tiny:
         args.model, args.context, args.steps = "tiny", 16, 2
-    if not args.device.startswith("cuda"):
-        args.variants = [v.removesuffix("+cudagraphs") for v in args.variants]
-    dtype = torch.bfloat16 if args.device.startswith("cuda") else torch.float32
+    dtype = run_dtype(args)
     model = build_model(args.model, args.attn, args.device, dtype)
     fresh_step = workload_inputs(model, f"decode-{args.context}", 1, args.device)
     records = []

@@ -57,7 +57,11 @@ def zoo_decode(dtype, batch=1, layers=2):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("batch", [1, 4])
-def test_llama_decode_step_parity_and_ops(always, dtype, batch):
+@pytest.mark.parametrize("rope", ["off", "on"])
+def test_llama_decode_step_parity_and_ops(always, monkeypatch, dtype, batch, rope):
+    """Every linear becomes a GEMV; with FUSION_PASSES_DECODE_ROPE=on q/k are also rotated in the q/k/v GEMV's
+    epilogue and HF's rotate_half ops (slice, neg, cat, 4 mul, 2 add per layer) are gone."""
+    monkeypatch.setenv(decode_gemv.ROPE_POLICY_ENV, rope)
     model, step = zoo_decode(dtype, batch)
     layers = model.config.num_hidden_layers
     with torch.no_grad():
@@ -69,16 +73,22 @@ def test_llama_decode_step_parity_and_ops(always, dtype, batch):
     kinds = sorted(m.detail.get("epilogue") for m in ms)
     assert kinds.count("residual add") == 2 * layers  # o_proj and down_proj
     assert kinds.count("silu * mul") == layers  # gate/up
-    assert kinds.count("concatenated outputs") == layers + 1  # q/k/v and the lm_head
+    qkv_kind = "concatenated outputs" + (", rope on 2 (head dim 16)" if rope == "on" else "")
+    assert kinds.count("concatenated outputs") == (1 if rope == "on" else layers + 1)  # (q/k/v and) the lm_head
+    assert rope == "off" or kinds.count(qkv_kind) == layers
     before, after = ops_of(recs, "before"), ops_of(recs, "after")
     assert before["aten.mm"] == 7 * layers + 1 and after.get("aten.mm", 0) == 0
     assert after["fusion_passes.decode_gemv"] == 4 * layers + 1
     assert before["aten.rsqrt"] == 2 * layers + 1 and after.get("aten.rsqrt", 0) == 0  # norms folded in
-    qkv = [m for m in ms if m.detail.get("epilogue") == "concatenated outputs" and len(m.detail["weights"]) == 3]
+    qkv = [m for m in ms if m.detail.get("epilogue") == qkv_kind and len(m.detail["weights"]) == 3]
     assert len(qkv) == layers
     assert qkv[0].detail["prologue"] == ("rms_norm (fp32 weight)" if dtype == torch.float32 else "rms_norm (llama)")
     assert all(m.source for m in ms), "every match names a source line"
     assert after.get("aten.clone", 0) == before.get("aten.clone", 0)  # the lm_head's logits are not copied
+    rope_cats = 2 * layers if rope == "on" else 0
+    assert after.get("aten.cat", 0) == before["aten.cat"] - rope_cats
+    # per layer 3 negs: rotate_half's 2 (folded with rope on) and silu's 1 (always folded)
+    assert before["aten.neg"] == 3 * layers and after.get("aten.neg", 0) == (0 if rope == "on" else 2 * layers)
 
 
 def test_real_transformers_llama_decode(always):
@@ -114,25 +124,6 @@ def rope_on(always, monkeypatch):
     monkeypatch.setenv(decode_gemv.ROPE_POLICY_ENV, "on")
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("batch", [1, 4])
-def test_rope_folded_into_the_qkv_gemv(rope_on, dtype, batch):
-    """q/k rotated in the q/k/v GEMV's epilogue: HF's rotate_half ops (slice, neg, cat, 4 mul, 2 add per layer)
-    are gone, the results equal eager's."""
-    model, step = zoo_decode(dtype, batch)
-    layers = model.config.num_hidden_layers
-    with torch.no_grad():
-        expected = step(model)()
-        out, recs = compile_with_records(step(model), patterns=PATTERN)
-    tol = 1e-5 if dtype == torch.float32 else 2e-2
-    torch.testing.assert_close(out, expected, rtol=tol, atol=tol)
-    qkv = [m for m in matches(recs) if len(m.detail.get("weights", ())) == 3]
-    assert len(qkv) == layers and all(m.detail["epilogue"].endswith("rope on 2 (head dim 16)") for m in qkv)
-    before, after = ops_of(recs, "before"), ops_of(recs, "after")
-    assert before["aten.cat"] >= 2 * layers and after.get("aten.cat", 0) == before["aten.cat"] - 2 * layers
-    assert before["aten.neg"] == 3 * layers and after.get("aten.neg", 0) == 0  # rotate_half's 2, silu's 1
-
-
 def test_rope_off_by_default(always):
     model, step = zoo_decode(torch.float32)
     with torch.no_grad():
@@ -148,27 +139,7 @@ def test_rope_real_transformers_decode_steps(rope_on, monkeypatch):
                                    intermediate_size=128, vocab_size=256, attn_implementation="sdpa")
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(cfg).eval()
-
-    def steps(m):
-        cache = transformers.StaticCache(config=cfg, max_cache_len=32)
-        torch.manual_seed(1)
-        outs = []
-        with torch.no_grad():
-            model(input_ids=torch.randint(0, 256, (2, 8)), past_key_values=cache, cache_position=torch.arange(8))
-            tok = torch.randint(0, 256, (2, 1))
-            for i in range(2):
-                pos = torch.tensor([8 + i])
-                logits = m(input_ids=tok, past_key_values=cache, cache_position=pos,
-                           position_ids=pos[None].expand(2, 1), use_cache=True).logits
-                outs.append(logits)
-                tok = logits[:, -1:].argmax(-1)
-        return outs
-
-    expected = steps(model)
-    torch._dynamo.reset()
-    compiled = torch.compile(model, backend=fusion_passes.backend(patterns=PATTERN))
-    with fusion_passes.capture() as recs:
-        got = steps(compiled)
+    got, expected, recs = _hf_decode_steps(transformers, cfg, model, batch=2, steps=2)
     for a, b in zip(got, expected):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
     assert sum("rope on 2" in m.detail.get("epilogue", "") for m in matches(recs)) == 2
@@ -205,12 +176,14 @@ class RopeVariants(nn.Module):
         return (qr, kr) if v is None else (qr, kr, v)
 
 
-@pytest.mark.parametrize("twist, folded", [("interleaved", 0), ("q_reused", 1), ("per_head_cos", 1), ("bias", 1)])
-def test_rope_not_folded(rope_on, twist, folded):
+@pytest.mark.parametrize("twist, v_width, folded", [("interleaved", 0, 0), ("q_reused", 0, 1), ("per_head_cos", 0, 1),
+                                                     ("bias", 0, 1), ("plain", 12, 0)])
+def test_rope_not_folded(rope_on, twist, v_width, folded):
     """Another rotation, the unrotated q used elsewhere, a cos that differs per head, a bias on q: q's rope stays
-    outside the GEMV (k's, untouched by the twist, is still folded)."""
+    outside the GEMV (k's, untouched by the twist, is still folded). A v output that is not whole heads (12 wide,
+    heads of 8): the kernel's column pairs would straddle it, so neither is folded."""
     torch.manual_seed(0)
-    mod = RopeVariants(twist)
+    mod = RopeVariants(twist, v_width)
     x, angle = torch.randn(2, 1, 32), torch.rand(2, 1, 4) * 6
     cos, sin = torch.cat([angle, angle], -1).cos(), torch.cat([angle, angle], -1).sin()
     with torch.no_grad():
@@ -221,22 +194,8 @@ def test_rope_not_folded(rope_on, twist, folded):
     ms = matches(recs)
     assert ms and sum(m.detail.get("epilogue", "").count(f"rope on {folded}") for m in ms) == (1 if folded else 0)
     assert not any("rope on 2" in m.detail.get("epilogue", "") for m in ms)
-
-
-def test_rope_kernel_needs_whole_heads_in_every_output(rope_on):
-    """v's width not a multiple of the head dim: the kernel's column pairs would straddle it, so no rope."""
-
-    torch.manual_seed(0)
-    mod = RopeVariants("plain", v_width=12)
-    x, angle = torch.randn(1, 1, 32), torch.rand(1, 1, 4)
-    cos, sin = torch.cat([angle, angle], -1).cos(), torch.cat([angle, angle], -1).sin()
-    with torch.no_grad():
-        expected = mod(x, cos, sin)
-        out, recs = compile_with_records(mod, x, cos, sin, patterns=PATTERN)
-    for a, b in zip(out, expected):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
-    assert not any("rope" in m.detail.get("epilogue", "") for m in matches(recs))
-    assert any("whole number" in nm.reason for r in recs for nm in r.near_misses)
+    if v_width:
+        assert any("whole number" in nm.reason for r in recs for nm in r.near_misses)
 
 
 # ------------------------------------------------------------------------------------------ must not fire
@@ -372,6 +331,32 @@ def test_unknown_policy_is_a_clear_error(monkeypatch):
 # ------------------------------------------------------------------------------------------ GPU
 
 
+def _hf_decode_steps(transformers, cfg, model, batch, steps, prompt=8, **backend):
+    """``steps`` decode steps over a StaticCache that eager prefills with a random prompt: eager vs compiled with
+    ``backend``'s options; returns (compiled logits, eager logits, capture records)."""
+    dev = next(model.parameters()).device
+    ids = torch.randint(0, cfg.vocab_size, (batch, prompt), device=dev)
+    toks = torch.randint(0, cfg.vocab_size, (steps, batch, 1), device=dev)
+
+    def run(m):
+        cache = transformers.StaticCache(config=cfg, max_cache_len=prompt + steps + 8)
+        outs = []
+        with torch.no_grad():
+            model(input_ids=ids, past_key_values=cache, cache_position=torch.arange(prompt, device=dev))
+            for i in range(steps):  # on GPU, CUDA graph trees record on a later call
+                pos = torch.tensor([prompt + i], device=dev)
+                outs.append(m(input_ids=toks[i], past_key_values=cache, cache_position=pos,
+                              position_ids=pos[None].expand(batch, 1), use_cache=True).logits.float().clone())
+        return outs
+
+    expected = run(model)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=fusion_passes.backend(**{"patterns": PATTERN, **backend}))
+    with fusion_passes.capture() as recs:
+        got = run(compiled)
+    return got, expected, recs
+
+
 def _hf_llama_cuda(hidden=256, layers=2):
     transformers = pytest.importorskip("transformers")
     cfg = transformers.LlamaConfig(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=8,
@@ -389,25 +374,8 @@ def _hf_llama_cuda(hidden=256, layers=2):
 def test_gpu_hf_llama_decode(monkeypatch, mode, rope, batch):
     monkeypatch.setenv(decode_gemv.ROPE_POLICY_ENV, rope)
     transformers, cfg, model = _hf_llama_cuda()
-    ids = torch.randint(0, 1024, (batch, 16), device="cuda")
-    toks = torch.randint(0, 1024, (4, batch, 1), device="cuda")
-
-    def run(m):
-        cache = transformers.StaticCache(config=cfg, max_cache_len=64)
-        outs = []
-        with torch.no_grad():
-            model(input_ids=ids, past_key_values=cache, cache_position=torch.arange(16, device="cuda"))
-            for i in range(4):  # CUDA graph trees record on a later call
-                pos = torch.tensor([16 + i], device="cuda")
-                outs.append(m(input_ids=toks[i], past_key_values=cache, cache_position=pos,
-                              position_ids=pos[None].expand(batch, 1), use_cache=True).logits.float().clone())
-        return outs
-
-    expected = run(model)
-    torch._dynamo.reset()
-    compiled = torch.compile(model, backend=fusion_passes.backend(mode=mode))
-    with fusion_passes.capture() as recs:
-        got = run(compiled)
+    got, expected, recs = _hf_decode_steps(transformers, cfg, model, batch=batch, steps=4, prompt=16, patterns=None,
+                                           mode=mode)
     for g, e in zip(got, expected):
         torch.testing.assert_close(g, e, rtol=5e-2, atol=5e-2)
     assert len(matches(recs)) == 4 * 2 + 1
