@@ -694,7 +694,10 @@ def _match_sdpa_decode(node: fx.Node, grad_enabled: bool) -> _Attention | None:
     from torch.fx.operator_schemas import normalize_function
 
     mask_arg = _SDPA_BACKENDS[op_name(node)]
-    kw = normalize_function(node.target, node.args, node.kwargs, normalize_to_only_use_kwargs=True).kwargs
+    normalized = normalize_function(node.target, node.args, node.kwargs, normalize_to_only_use_kwargs=True)
+    if normalized is None:
+        return None
+    kw = normalized.kwargs
     q, k, v = kw["query"], kw["key"], kw["value"]
     if not all(isinstance(t, fx.Node) and isinstance(val(t), torch.Tensor) for t in (q, k, v)):
         return None
