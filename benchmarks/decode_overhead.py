@@ -7,8 +7,9 @@ For each variant (default: stock and ours, both with CUDA graphs) it measures on
 
     synced_ms     CUDA events around a step, synchronised each step (what bench_e2e reports; greedy generation
                   syncs every token)
-    pipelined_ms  50 steps back to back, one sync at the end, divided by 50 (host and device overlap)
+    pipelined_ms  40 steps back to back, one sync at the end, divided by 40 (host and device overlap)
     host_ms       wall time of the Python call alone (CUDA-graph replay is asynchronous: this is the host's share)
+    *_skip_guards synced / host time with Dynamo's guard evaluation skipped (``set_stance``): the guards' share
     gpu_busy_ms   the sum of the kernel times of one step (profiler)
 
 and the top host functions of ``--cprofile`` steps (cProfile, by own time). ``synced - gpu_busy`` is the time the
@@ -89,7 +90,7 @@ def main(argv=None) -> int:
     model = build_model(args.model, args.attn, args.device, dtype)
     fresh_step = workload_inputs(model, f"decode-{args.context}", 1, args.device)
     records = []
-    # each step writes the next cache slot (the static cache has 256 past the context): ~190 steps per variant
+    # each step writes the next cache slot (the static cache has 256 past the context): ~230 steps per variant
     for variant in args.variants:
         plain = fresh_step()
         compiled = make_variant(model, variant)
@@ -106,12 +107,18 @@ def main(argv=None) -> int:
                 step()
             rec["synced_ms"] = round(median_ms(step, args.device, iters=50), 4)
             if cuda:
-                rec["pipelined_ms"] = round(pipelined_ms(step, args.device), 4)
-                rec["host_ms"] = round(host_ms(step), 4)
+                rec["pipelined_ms"] = round(pipelined_ms(step, args.device, steps=40), 4)
+                rec["host_ms"] = round(host_ms(step, steps=40), 4)
                 rec["gpu_busy_ms"] = round(gpu_busy_ms(step), 4)
+            # how much of the host's share is Dynamo's guards: the same step with guard evaluation skipped
+            # (safe here: every call has the same shapes, dtypes and module state)
+            with torch.compiler.set_stance(skip_guard_eval_unsafe=True):
+                rec["synced_ms_skip_guards"] = round(median_ms(step, args.device, iters=30), 4)
+                if cuda:
+                    rec["host_ms_skip_guards"] = round(host_ms(step, steps=30), 4)
             if args.cprofile:
                 rec["host_functions"] = top_host_functions(step, args.cprofile, args.top)
-        print(f"\n== {variant}: " + ", ".join(f"{k}={v}" for k, v in rec.items() if k.endswith("_ms")))
+        print(f"\n== {variant}: " + ", ".join(f"{k}={v}" for k, v in rec.items() if "_ms" in k))
         if args.cprofile:
             print(tabulate(rec["host_functions"], headers="keys"))
         records.append(rec)
