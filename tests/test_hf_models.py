@@ -158,7 +158,7 @@ def _greedy(model, prompt, steps):
 
 # llama (eager attention): the generation test below; mistral: llama's graph. llama/sdpa: HF's default attention,
 # SDPA over repeat_kv'd K/V, which becomes the decode kernel over the un-repeated cache.
-@pytest.mark.parametrize("name, attn", [("qwen2", "eager"), ("gemma", "eager"), ("llama", "sdpa")])
+@pytest.mark.parametrize("name, attn", [("qwen2", "eager"), ("gemma", "eager"), ("llama", "sdpa"), ("qwen2", "sdpa")])
 def test_hf_decode_step_with_decode_kernels(decode_kernels_everywhere, name, attn):
     import fusion_passes
 
