@@ -44,8 +44,8 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import dataclass, field
 import operator
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -284,6 +284,16 @@ def _repeat_kv_source(node: fx.Node, prep: list) -> tuple[fx.Node, int] | None:
     return kv, rep
 
 
+def _repeat_kv_pair(k: fx.Node, v: fx.Node) -> tuple[fx.Node, fx.Node, int, list] | None:
+    """(k_src, v_src, n_rep, the repeat_kv ops) when both K and V are ``repeat_kv`` of same-batch/heads sources
+    repeated alike."""
+    prep: list = []
+    k_src, v_src = _repeat_kv_source(k, prep), _repeat_kv_source(v, prep)
+    if k_src and v_src and k_src[1] == v_src[1] and same_shape(shape_of(k_src[0])[:2], shape_of(v_src[0])[:2]):
+        return k_src[0], v_src[0], k_src[1], prep
+    return None
+
+
 # --------------------------------------------------------------------------------------------- the match
 
 
@@ -454,11 +464,10 @@ def _match_operands(bmm1: fx.Node, bmm2: fx.Node, batch: tuple, attn: _Attention
     attn.output = output
 
     if len(batch) == 2 and not attn.k_is_transposed:
-        k_src = _repeat_kv_source(attn.k, kv_prep := [])
-        v_src = _repeat_kv_source(attn.v, kv_prep)
-        if k_src and v_src and k_src[1] == v_src[1] and same_shape(shape_of(k_src[0])[:2], shape_of(v_src[0])[:2]):
-            attn.repeat = k_src[1]
-            attn.kv_sources = (k_src[0], v_src[0], kv_prep)  # used or not once the mask is known
+        pair = _repeat_kv_pair(attn.k, attn.v)
+        if pair:
+            k_src, v_src, attn.repeat, kv_prep = pair
+            attn.kv_sources = (k_src, v_src, kv_prep)  # used or not once the mask is known
 
 
 def _check(attn: _Attention) -> None:
@@ -725,10 +734,9 @@ def _match_sdpa_decode(node: fx.Node, grad_enabled: bool) -> _Attention | None:
         if m.dtype == torch.bool or m.device != qv.device:
             raise _Miss(node, f"decode-sized SDPA with a {m.dtype} mask on {m.device}: kept")
         attn.mask = [_MaskTerm("add", mask)]
-    k_src = _repeat_kv_source(k, kv_prep := [])
-    v_src = _repeat_kv_source(v, kv_prep)
-    if k_src and v_src and k_src[1] == v_src[1] and same_shape(shape_of(k_src[0])[:2], shape_of(v_src[0])[:2]):
-        attn.k, attn.v, attn.repeat = k_src[0], v_src[0], k_src[1]
+    pair = _repeat_kv_pair(k, v)
+    if pair:
+        attn.k, attn.v, attn.repeat, kv_prep = pair
         attn.enable_gqa = attn.repeat > 1
         attn.chain.extend(kv_prep)
     elif qv.shape[1] != kv_.shape[1]:
