@@ -40,6 +40,7 @@ slower than cuBLAS (see ``HUGE_WEIGHT_BYTES`` / ``BATCHED_MAX_WEIGHT_BYTES``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 import torch
 import torch.fx as fx
@@ -234,19 +235,21 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx) -> None:
     m, k = val(lins[0].x2).shape
     _check_measured_faster(m, lins)
     rope = _rope_epilogue(lins, m, ctx) if silu is None and len(lins) >= 2 and rope_policy() == "on" else None
+    chains = []
     if rope is not None:
-        lins = rope.lins  # the rotated outputs first: the kernel rotates the first rope_weights
+        lins, chains = rope  # the rotated outputs first: the kernel rotates the first rope_weights
     fake = linears.FakeEval(val(norm.x))
     tail = [norm.weight, norm.eps, norm.weight_offset, norm.cast_before_weight, None, silu is not None]
     with graph.inserting_after(norm.y):
         x2 = fake.call(graph, aten.reshape.default, norm.x, [m, k])
     rope_args = []
-    if rope is not None:
+    if chains:
+        b, _, s, d = shape_of(chains[0].heads)
         with graph.inserting_after(x2):  # cos/sin [B', 1, S, D] -> one row per GEMV row: [M, D]
-            rope_args = [fake.call(graph, aten.reshape.default,
-                                   fake.call(graph, aten.expand.default, t, list(rope.shape)), [m, rope.dim])
-                         for t in (rope.cos, rope.sin)]
-            rope_args += [rope.dim, len(rope.chains)]
+            rope_args = [fake.call(graph, aten.reshape.default, fake.call(graph, aten.expand.default, t, [b, 1, s, d]),
+                                   [m, d])
+                         for t in (chains[0].cos, chains[0].sin)]
+            rope_args += [d, len(chains)]
     with graph.inserting_after(rope_args[1] if rope_args else x2):
         outs, inserted = _insert_op(
             graph, [x2, *[lin.weight for lin in lins], *[None] * (3 - len(lins)), *tail, *rope_args], fake)
@@ -264,8 +267,8 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx) -> None:
         dead = [final, *chain]
         inserted.append(y)
     else:
-        epilogue = "concatenated outputs" + (f", rope on {len(rope.chains)} (head dim {rope.dim})" if rope else "")
-        rope_nodes = [n for c in rope.chains for n in c.interior] if rope else []
+        epilogue = "concatenated outputs" + (f", rope on {len(chains)} (head dim {chains[0].dim})" if chains else "")
+        rope_nodes = [n for c in chains for n in c.interior]
         ctx.matched([*replaced, *rope_nodes], inserted, anchor=lins[0].mm, detail={**detail, "epilogue": epilogue},
                     saved_bytes=sum(graph_utils.tensor_bytes(n) for n in norm.interior))
         start, dead = 0, []
@@ -284,7 +287,7 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx) -> None:
                 last = piece
             start += lin.width
             linears.replace_output(graph, lin.mm, piece, fake)
-        for chain in rope.chains if rope else ():
+        for chain in chains:
             chain.out.replace_all_uses_with(chain.heads)  # the heads view now reads rotated columns
             dead += chain.interior
     graph_utils.copy_stack_trace([lins[0].mm], [x2, *inserted])
@@ -292,6 +295,7 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx) -> None:
                         *norm.interior])
 
 
+@dataclass
 class _RopeChain:
     """HF's ``apply_rotary_pos_emb`` on one linear's output, in post-grad ATen (h = D / 2):
 
@@ -299,13 +303,12 @@ class _RopeChain:
         out   = heads * cos + cat([-heads[..., h:], heads[..., :h]], -1) * sin   # cos/sin [B or 1, 1, S, D]
     """
 
-    def __init__(self, heads, out, cos, sin, dim, interior):
-        self.heads, self.out, self.cos, self.sin, self.dim, self.interior = heads, out, cos, sin, dim, interior
-
-
-class _Rope:
-    def __init__(self, lins, chains, cos, sin, dim, shape):
-        self.lins, self.chains, self.cos, self.sin, self.dim, self.shape = lins, chains, cos, sin, dim, shape
+    heads: fx.Node
+    out: fx.Node
+    cos: fx.Node
+    sin: fx.Node
+    dim: int  # D
+    interior: list[fx.Node]  # mul, slices, neg, cat, mul, add: dead once ``out``'s users read ``heads``
 
 
 def _rope_chain(lin: linears.Linear, m: int) -> _RopeChain | None:
@@ -354,9 +357,10 @@ def _rope_chain(lin: linears.Linear, m: int) -> _RopeChain | None:
     return _RopeChain(heads, out, cos, sin, d, [mul_c, lo, hi, neg, cat, mul_s, out])
 
 
-def _rope_epilogue(lins: list[linears.Linear], m: int, ctx) -> _Rope | None:
-    """The rope chains on these linears' outputs (q and k), when the kernel can compute them in its epilogue:
-    one shared cos/sin and head dim, and every output (v too) a whole number of heads."""
+def _rope_epilogue(lins: list[linears.Linear], m: int, ctx) -> tuple[list[linears.Linear], list[_RopeChain]] | None:
+    """(the linears with the rotated ones first, their rope chains) when the kernel can compute the chains on
+    these linears' outputs (q and k) in its epilogue: one shared cos/sin and head dim, and every output (v too)
+    a whole number of heads."""
     chains = {id(lin): _rope_chain(lin, m) for lin in lins}
     found = [c for c in chains.values() if c is not None]
     if not found:
@@ -370,8 +374,7 @@ def _rope_epilogue(lins: list[linears.Linear], m: int, ctx) -> _Rope | None:
                                   f"{first.dim}-wide heads")
         return None
     ordered = [lin for lin in lins if chains[id(lin)]] + [lin for lin in lins if not chains[id(lin)]]
-    b, _, s, d = shape_of(first.heads)
-    return _Rope(ordered, found, first.cos, first.sin, d, (b, 1, s, d))
+    return ordered, found
 
 
 def _linears_reading(y: fx.Node) -> list[fx.Node] | None:
