@@ -17,7 +17,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_gemv import per_call_ms  # noqa: E402
-from common import environment, results_path, save_records  # noqa: E402
+from common import write_results  # noqa: E402
 
 import fusion_passes.kernels.decode_attention as kernel  # noqa: E402
 
@@ -62,11 +62,7 @@ def main(argv=None) -> int:
                 rec = dict(batch=b, head_dim=dim, cache=args.cache, variant=name, us=round(us, 2), max_err=round(err, 5))
                 records.append(rec)
                 print(f"[attn] b={b} d={dim} {name}: {rec['us']} us err {rec['max_err']}", flush=True)
-    print(environment(device))
-    out = args.out or results_path("decode_attention", device)
-    save_records(records, out, key=("batch", "head_dim", "variant"), device=device)
-    print("wrote", out)
-    return 0
+    return write_results(records, "decode_attention", args.out, key=("batch", "head_dim", "variant"), device=device)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_e2e import copy_bandwidth_gbs  # noqa: E402
-from common import environment, results_path, save_records  # noqa: E402
+from common import write_results  # noqa: E402
 
 import fusion_passes.kernels.gemv  # noqa: E402,F401 - registers the op
 
@@ -132,11 +132,8 @@ def main(argv=None) -> int:
     from tabulate import tabulate
 
     print(tabulate(records, headers="keys"))
-    print(environment(device), "copy bandwidth GB/s:", round(bw, 1) if bw else None)
-    out = args.out or results_path("gemv", device)
-    save_records(records, out, key=("model", "linear", "rows", "variant"), device=device)
-    print("wrote", out)
-    return 0
+    print("copy bandwidth GB/s:", round(bw, 1) if bw else None)
+    return write_results(records, "gemv", args.out, key=("model", "linear", "rows", "variant"), device=device)
 
 
 if __name__ == "__main__":

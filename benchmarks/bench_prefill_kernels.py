@@ -24,7 +24,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_decode_attention import eager_attention  # noqa: E402 - HF's eager attention with repeat_kv
 from bench_gemv import per_call_ms  # noqa: E402
-from common import environment, results_path, save_records  # noqa: E402
+from common import write_results  # noqa: E402
 
 import fusion_passes.kernels.packed_linear  # noqa: E402,F401 - registers the op
 
@@ -78,11 +78,7 @@ def main(argv=None) -> int:
                 rec = dict(family=family, batch=b, tokens=s, variant=variant, us=round(us, 1), max_err=round(err, 5))
                 records.append(rec)
                 print(f"[prefill] {family} b={b} s={s} {variant}: {rec['us']} us err {rec['max_err']}", flush=True)
-    print(environment(device))
-    out = args.out or results_path("prefill_kernels", device)
-    save_records(records, out, key=("family", "batch", "tokens", "variant"), device=device)
-    print("wrote", out)
-    return 0
+    return write_results(records, "prefill_kernels", args.out, key=("family", "batch", "tokens", "variant"), device=device)
 
 
 if __name__ == "__main__":
