@@ -20,7 +20,8 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-benchmarks/results}
-python3 -m pip install --no-deps --no-build-isolation -e . -q 2>&1 | grep -v WARNING
+# SKIP_INSTALL=1 when two parts run at once after one install, so two pips do not race on the same egg-link.
+[ -n "${SKIP_INSTALL:-}" ] || python3 -m pip install --no-deps --no-build-isolation -e . -q 2>&1 | grep -v WARNING
 case "${1:-}" in
   tests)
     python3 -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
