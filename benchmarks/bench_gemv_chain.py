@@ -13,7 +13,7 @@ its own weights and the layers run in order, so the chain streams every byte of 
 
 (``attn`` is a slice of ``qkv``: attention itself is not part of this benchmark.) Variants, each captured in one
 CUDA graph: ``cublas`` (the GEMMs alone, ``x @ W.T`` per weight, nothing fused: a lower bound for the unfused
-path) and ``ours`` (decode_gemv). (A variant launching ours with programmatic dependent launch was measured on the
+path), ``ours`` (decode_gemv) and ``ours-noprefetch`` (its M = 1 loop without the next-tile prefetch). (A variant launching ours with programmatic dependent launch was measured on the
 H200 and dropped: 0.814 vs 0.804 ms for llama-1b, 4.25 vs 4.32 ms for llama-8b; ``gemv_chain_*.json``.) Prints ms per chain, the
 achieved HBM bandwidth and, for ours, the time of each linear inside the chain (profiler). JSON goes to
 ``benchmarks/results/gemv_chain_<device>_<torch>.json``.
@@ -55,11 +55,11 @@ def weight_bytes(ws: dict) -> int:
     return per + ws["lm"].numel() * ws["lm"].element_size()
 
 
-def ours_chain(ws: dict, x: torch.Tensor):
+def ours_chain(ws: dict, x: torch.Tensor, prefetch: bool = True):
     def op(x, w0, w1=None, w2=None, nw=None, res=None, silu=False):
         y = torch.empty((x.shape[0], gemv._out_width(w0, w1, w2, res, silu)), dtype=x.dtype, device=x.device)
         if gemv._use_triton(x):
-            gemv._launch(x, w0, w1, w2, nw, 1e-5, 0.0, True, res, silu, y)
+            gemv._launch(x, w0, w1, w2, nw, 1e-5, 0.0, True, res, silu, y, prefetch=prefetch)
         else:
             y.copy_(gemv.reference(x, w0, w1, w2, nw, 1e-5, 0.0, True, res, silu))
         return y
@@ -124,7 +124,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", nargs="+", default=["llama-1b", "llama-8b"])
     p.add_argument("--rows", nargs="+", type=int, default=[1])
-    p.add_argument("--variants", nargs="+", default=["cublas", "ours"])
+    p.add_argument("--variants", nargs="+", default=["cublas", "ours"], choices=["cublas", "ours", "ours-noprefetch"])
     add_run_args(p)
     args = p.parse_args(argv)
     cuda = args.device.startswith("cuda")
@@ -141,7 +141,7 @@ def main(argv=None) -> int:
         for m in args.rows:
             x = torch.randn(m, ws["hidden"], device=args.device, dtype=dtype)
             for variant in args.variants:
-                run = cublas_chain(ws, x) if variant == "cublas" else ours_chain(ws, x)
+                run = cublas_chain(ws, x) if variant == "cublas" else ours_chain(ws, x, variant != "ours-noprefetch")
                 ms, replay = graph_ms(run, args.device)
                 rec = dict(model=model, rows=m, variant=variant, ms=round(ms, 4), weight_gb=round(nbytes / 1e9, 3),
                            tbps=round(nbytes / (ms * 1e-3) / 1e12, 3))

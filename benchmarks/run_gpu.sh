@@ -71,7 +71,7 @@ case "${1:-}" in
       --batches 1 8 --variants eager stock fusion_passes stock+cudagraphs fusion_passes+cudagraphs --budget-s 500 \
       --out "$OUT/e2e_prefill_8b_rest.json" 2>&1 | grep -v Warning | tail -45 ;;
   chain)
-    python3 benchmarks/bench_gemv_chain.py --rows 1 8 --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -12 ;;
+    python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -12 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
   *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest" >&2

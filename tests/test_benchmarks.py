@@ -65,9 +65,9 @@ def test_gemv_chain_bench_tiny_cpu(tmp_path):
     import bench_gemv_chain
 
     out = tmp_path / "chain.json"
-    assert bench_gemv_chain.main(["--tiny", "--out", str(out)]) == 0
+    assert bench_gemv_chain.main(["--tiny", "--out", str(out), "--variants", "cublas", "ours", "ours-noprefetch"]) == 0
     recs = json.loads(out.read_text())["records"]
-    assert [r["variant"] for r in recs] == ["cublas", "ours"]
+    assert [r["variant"] for r in recs] == ["cublas", "ours", "ours-noprefetch"]
     assert all(r["ms"] > 0 and r["weight_gb"] >= 0 for r in recs)
     assert bench_gemv_chain.weight_bytes(bench_gemv_chain.make_weights(bench_e2e.CONFIGS["tiny"], "cpu",
                                                                        torch.float32)) == 4 * (2 * (

@@ -49,14 +49,17 @@ __all__ = ["decode_gemv", "reference", "MAX_ROWS", "HAS_TRITON", "INTERPRETED"]
 
 HAS_TRITON = triton is not None
 MAX_ROWS = 16  # the kernel's largest M: one 16-row tile (decode of up to 16 sequences)
+PREFETCH = True  # M = 1: load the next K tile while reducing this one (see _configs)
 
 
 if triton is not None:
 
-    def _configs(dot: bool) -> list:
+    def _configs(dot: bool, prefetch: bool = False) -> list:
         # (BLOCK_N, BLOCK_K, warps, stages). Few rows of W per program and long K tiles keep many loads in
         # flight per SM; the autotuner picks per (K, N) shape. Small tiles suit the two-weight silu form (two
         # fp32 accumulators), wide ones the 128K-row lm_head. The 16-row tl.dot tile needs BLOCK_N >= 16.
+        # prefetch: the M = 1 loop loads tile k+1 before reducing tile k (Triton pipelines only loads that feed
+        # a tl.dot, so without it each program waits out one HBM round trip per K tile).
         if dot:
             shapes = [
                 (16, 128, 4, 4), (16, 256, 4, 3), (16, 512, 4, 3), (16, 512, 8, 3), (32, 128, 4, 4),
@@ -68,7 +71,22 @@ if triton is not None:
                 (16, 256, 4, 3), (16, 256, 8, 4), (16, 512, 4, 2), (16, 512, 8, 3), (32, 256, 4, 3),
                 (32, 256, 8, 2), (32, 512, 8, 2), (64, 128, 4, 3), (64, 256, 8, 2), (128, 128, 8, 3),
             ]  # fmt: skip
-        return [triton.Config({"BLOCK_N": n, "BLOCK_K": k}, num_warps=w, num_stages=s) for n, k, w, s in shapes]
+        return [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": prefetch and not dot}, num_warps=w,
+                              num_stages=s) for n, k, w, s in shapes]
+
+    @triton.jit
+    def _load_tile(X, w_rows, w_rows2, rm, m_ok, n_ok, k0, K, stride_x, TWO: tl.constexpr, BLOCK_K: tl.constexpr):
+        """Columns k0 .. k0 + BLOCK_K of x [BLOCK_M, BLOCK_K] and of the program's weight rows [BLOCK_N, BLOCK_K]
+        (u: the second weight's rows when TWO, else w again); zeros past K."""
+        rk = k0 + tl.arange(0, BLOCK_K)
+        k_ok = rk < K
+        x = tl.load(X + rm[:, None] * stride_x + rk[None, :], mask=m_ok[:, None] & k_ok[None, :], other=0.0)
+        w_mask = n_ok[:, None] & k_ok[None, :]
+        w = tl.load(w_rows + rk[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
+        u = w
+        if TWO:
+            u = tl.load(w_rows2 + rk[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
+        return x, w, u
 
     @triton.jit
     def _gemv_kernel(
@@ -104,6 +122,7 @@ if triton is not None:
         BLOCK_M: tl.constexpr,
         BLOCK_N: tl.constexpr,
         BLOCK_K: tl.constexpr,
+        PREFETCH: tl.constexpr,  # M = 1 only: load the next K tile while reducing this one
     ):
         T = X.dtype.element_ty
         pid = tl.program_id(0)
@@ -145,7 +164,12 @@ if triton is not None:
         w_rows = w_ptr + rn.to(tl.int64)[:, None] * K
         if SILU_MUL:
             w_rows2 = W1 + rn.to(tl.int64)[:, None] * K
+        elif not ROPE:
+            w_rows2 = w_rows  # never read: _load_tile loads a second weight only when TWO
 
+        TWO: tl.constexpr = SILU_MUL or ROPE  # a second accumulator: the up projection, or the pair's other half
+        if PREFETCH:  # the first weight tile is requested before the norm prologue, so HBM starts streaming at once
+            x, w, u = _load_tile(X, w_rows, w_rows2, rm, m_ok, n_ok, 0, K, stride_x, TWO, BLOCK_K)
         if HAS_NORM:  # per-row 1/rms over the whole row (the row is small and L2-resident)
             ss = tl.zeros([BLOCK_M], dtype=tl.float32)
             for k0 in range(0, K, BLOCK_K):
@@ -155,7 +179,6 @@ if triton is not None:
                 ss += tl.sum(xk * xk, axis=1)
             rstd = tl.rsqrt(ss / K + eps)
 
-        TWO: tl.constexpr = SILU_MUL or ROPE  # a second accumulator: the up projection, or the pair's other half
         if BLOCK_M == 1:
             acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
             if TWO:
@@ -166,9 +189,13 @@ if triton is not None:
                 acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
 
         for k0 in range(0, K, BLOCK_K):
+            if PREFETCH:
+                x_nxt, w_nxt, u_nxt = _load_tile(X, w_rows, w_rows2, rm, m_ok, n_ok, k0 + BLOCK_K, K, stride_x, TWO,
+                                                 BLOCK_K)
+            else:
+                x, w, u = _load_tile(X, w_rows, w_rows2, rm, m_ok, n_ok, k0, K, stride_x, TWO, BLOCK_K)
             rk = k0 + tl.arange(0, BLOCK_K)
             k_ok = rk < K
-            x = tl.load(X + rm[:, None] * stride_x + rk[None, :], mask=m_ok[:, None] & k_ok[None, :], other=0.0)
             if HAS_NORM:
                 xf = x.to(tl.float32) * rstd[:, None]
                 if NORM_CAST:
@@ -177,10 +204,6 @@ if triton is not None:
                 if NORM_OFFSET:
                     nw = nw + norm_offset
                 x = (xf * nw[None, :]).to(T)
-            w_mask = n_ok[:, None] & k_ok[None, :]
-            w = tl.load(w_rows + rk[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
-            if TWO:
-                u = tl.load(w_rows2 + rk[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
             if BLOCK_M == 1:
                 xr = x.to(tl.float32)  # [1, BLOCK_K] broadcasts over the BLOCK_N weight rows
                 acc += w.to(tl.float32) * xr
@@ -190,6 +213,8 @@ if triton is not None:
                 acc = tl.dot(x, tl.trans(w), acc)
                 if TWO:
                     acc_u = tl.dot(x, tl.trans(u), acc_u)
+            if PREFETCH:
+                x, w, u = x_nxt, w_nxt, u_nxt
 
         if BLOCK_M == 1:
             y = tl.sum(acc, axis=1)[None, :]
@@ -228,7 +253,8 @@ if triton is not None:
     # One autotuner per M tile (configs differ); both run the same kernel. Not prune_configs_by: Inductor's
     # support for user-defined autotuned kernels does not cover every pruning hook.
     _KEY = ["K", "N0", "N1", "N2", "CONCAT_W", "HAS_NORM", "SILU_MUL", "HAS_RES", "ROPE"]
-    _gemv_m1 = triton.autotune(configs=_configs(dot=False), key=_KEY)(_gemv_kernel)
+    _gemv_m1 = {p: triton.autotune(configs=_configs(dot=False, prefetch=p), key=_KEY)(_gemv_kernel)
+                for p in (False, True)}  # keyed by prefetch; the benchmarks time both
     _gemv_m16 = triton.autotune(configs=_configs(dot=True), key=_KEY)(_gemv_kernel)
 
 
@@ -240,8 +266,9 @@ def _block_m(m: int) -> int:
 
 
 def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y,
-            rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0) -> None:
+            rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0, prefetch: Optional[bool] = None) -> None:
     m, k = x.shape
+    prefetch = PREFETCH if prefetch is None else prefetch
     concat = 1 if (silu_mul or residual is not None) else 1 + (w1 is not None) + (w2 is not None)
     n0 = w0.shape[0]
     n1 = w1.shape[0] if w1 is not None else 0
@@ -272,10 +299,10 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
     )  # fmt: skip
     if INTERPRETED and x.device.type != "cuda":
         # the autotuner would benchmark every config in the (slow) interpreter: run one config directly
-        one = dict(BLOCK_N=16, BLOCK_K=64)
+        one = dict(BLOCK_N=16, BLOCK_K=64, PREFETCH=prefetch and meta["BLOCK_M"] == 1)
         _gemv_kernel[(sum(triton.cdiv(n, one["BLOCK_N"]) for n in widths),)](*args, **meta, **one, num_warps=4)
     else:
-        wrap_triton(_gemv_m1 if meta["BLOCK_M"] == 1 else _gemv_m16)[grid](*args, **meta)
+        wrap_triton(_gemv_m1[prefetch] if meta["BLOCK_M"] == 1 else _gemv_m16)[grid](*args, **meta)
 
 
 def _use_triton(x: torch.Tensor) -> bool:

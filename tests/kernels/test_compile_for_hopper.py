@@ -5,6 +5,8 @@ does: it compiles every mode of each kernel ahead of time for an H100/H200 targe
 triton wheel. A kernel change that only the GPU compiler rejects then fails here, on CPU, before it reaches a GPU.
 """
 
+import re
+
 import pytest
 
 triton = pytest.importorskip("triton")
@@ -24,15 +26,17 @@ pytestmark = pytest.mark.skipif(
 HOPPER = dict(backend="cuda", arch=90, warp_size=32)
 
 
-def compile_for_hopper(fn, types: dict, constexprs: dict, **options) -> dict:
+def compile_for_hopper(fn, types: dict, constexprs: dict, aligned: tuple = (), **options) -> dict:
     """Compile the @triton.jit ``fn`` for sm_90; ``types``: argument -> triton type ("*bf16", "i32", "fp32"),
-    every other argument is a constexpr from ``constexprs`` (None where the kernel takes an absent tensor)."""
+    every other argument is a constexpr from ``constexprs`` (None where the kernel takes an absent tensor).
+    ``aligned``: arguments known to be multiples of 16, as Triton's launcher specialises them at run time."""
     names = fn.arg_names
     sig = {n: types.get(n, "constexpr") for n in names}
     const = {(i,): constexprs.get(n) for i, n in enumerate(names) if sig[n] == "constexpr"}
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in aligned}
     try:
-        kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=const), target=GPUTarget(**HOPPER),
-                                options=options)
+        kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=const, attrs=attrs),
+                                target=GPUTarget(**HOPPER), options=options)
     except RuntimeError as e:  # ptxas missing from this triton build: nothing to check here
         if "ptxas" in str(e).lower():
             pytest.skip(f"no ptxas: {e}")
@@ -50,9 +54,9 @@ GEMV_MODES = {
 }
 
 
-@pytest.mark.parametrize("block_m", [1, 16])
+@pytest.mark.parametrize("block_m, prefetch", [(1, False), (1, True), (16, False)])
 @pytest.mark.parametrize("mode", sorted(GEMV_MODES))
-def test_decode_gemv_compiles(mode, block_m):
+def test_decode_gemv_compiles(mode, block_m, prefetch):
     concat, norm, silu, res, rope = GEMV_MODES[mode]
     types = {n: "*bf16" for n in ("X", "W0", "W1", "W2", "Y")}
     types.update({n: "i32" for n in ("M", "K", "N0", "N1", "N2", "stride_x", "stride_r", "stride_y", "stride_cs",
@@ -66,8 +70,21 @@ def test_decode_gemv_compiles(mode, block_m):
         types.update(COS="*bf16", SIN="*bf16")
     asm = compile_for_hopper(gemv._gemv_kernel, types, dict(
         CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res, ROPE=rope,
-        BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256), num_warps=4, num_stages=3)
+        BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256, PREFETCH=prefetch), num_warps=4, num_stages=3,
+        aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
     assert "cubin" in asm and ".target sm_90" in asm["ptx"]
+    if block_m > 1:  # Triton pipelines the loads that feed tl.dot through shared memory
+        assert "cp.async" in asm["ptx"]
+        return
+    # with K a multiple of 16 the weight rows stream as 16-byte loads; a scalar load here costs half the bandwidth
+    weight_loads = re.findall(r"ld\.global\.L1::evict_first\S*", asm["ptx"])
+    assert weight_loads and all(".v4." in ld for ld in weight_loads), sorted(set(weight_loads))
+    if prefetch:  # the next K tile is in flight while this one is reduced: twice the weight loads in the loop body
+        plain = compile_for_hopper(gemv._gemv_kernel, types, dict(
+            CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res,
+            ROPE=rope, BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256, PREFETCH=False), num_warps=4, num_stages=3,
+            aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
+        assert len(weight_loads) == 2 * len(re.findall(r"ld\.global\.L1::evict_first\S*", plain["ptx"]))
 
 
 @pytest.mark.parametrize("mask, causal", [(True, False), (False, True)])

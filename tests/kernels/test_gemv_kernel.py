@@ -60,6 +60,19 @@ CASES = {
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("norm", [True, False])
 def test_kernel_matches_reference(case, rows, dtype, norm):
+    _check_kernel(case, rows, dtype, norm)
+
+
+@kernel_test
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_kernel_without_prefetch(case, dtype, monkeypatch):
+    """The M = 1 loop without the next-tile prefetch (the benchmarks' comparison variant) computes the same."""
+    monkeypatch.setattr(gemv, "PREFETCH", not gemv.PREFETCH)
+    _check_kernel(case, 1, dtype, CASES[case][1] != "res")
+
+
+def _check_kernel(case, rows, dtype, norm):
     if DEVICE == "cpu" and dtype == torch.bfloat16 and rows > 1:
         pytest.skip("the interpreter's bf16 tl.dot is wrong; covered on GPU")
     widths, mode = CASES[case]
