@@ -14,7 +14,8 @@
 #   bash benchmarks/run_gpu.sh overhead  # a decode step's host time vs GPU-busy time, stock vs ours
 #   bash benchmarks/run_gpu.sh decode_rope  # llama-1b decode: stock vs ours vs ours with the RoPE epilogue (opt-in)
 #   bash benchmarks/run_gpu.sh decode_nocg  # llama-1b and -8b decode without CUDA graphs: stock vs ours
-#   bash benchmarks/run_gpu.sh prefill8b_rest  # llama-8b prefill 512 and batch 8, with and without CUDA graphs
+#   bash benchmarks/run_gpu.sh prefill8b_rest sdpa|eager  # llama-8b prefill 512/2048 at batch 1 and 8
+#   bash benchmarks/run_gpu.sh decode_nocg8b eager|sdpa   # llama-8b decode without CUDA graphs, one attention
 # On a machine with two GPUs, two parts can run at once: CUDA_VISIBLE_DEVICES=1 bash benchmarks/run_gpu.sh ...
 # Results land in $OUT (the device tool brings them back) and are then copied to benchmarks/results/.
 set -uo pipefail
@@ -66,14 +67,18 @@ case "${1:-}" in
         --variants stock fusion_passes --budget-s 250 --out "$OUT/e2e_decode_nocg_$model.json" 2>&1 \
         | grep -v Warning | tail -8
     done ;;
-  prefill8b_rest)
-    python3 benchmarks/bench_e2e.py --model llama-8b --attn sdpa eager --workloads prefill-512 prefill-2048 \
-      --batches 1 8 --variants eager stock fusion_passes stock+cudagraphs fusion_passes+cudagraphs --budget-s 500 \
-      --out "$OUT/e2e_prefill_8b_rest.json" 2>&1 | grep -v Warning | tail -45 ;;
+  prefill8b_rest)  # one attention per call (${2:-sdpa}): 8 compiles of an 8B model fill a device call
+    python3 benchmarks/bench_e2e.py --model llama-8b --attn "${2:-sdpa}" --workloads prefill-512 prefill-2048 \
+      --batches 1 8 --variants eager stock fusion_passes --budget-s 500 \
+      --out "$OUT/e2e_prefill_8b_rest_${2:-sdpa}.json" 2>&1 | grep -v Warning | tail -14 ;;
+  decode_nocg8b)  # one attention (${2:-eager}), llama-8b, without CUDA graphs
+    python3 benchmarks/bench_e2e.py --model llama-8b --attn "${2:-eager}" --workloads decode-1024 \
+      --variants stock fusion_passes --budget-s 250 --out "$OUT/e2e_decode_nocg_8b_${2:-eager}.json" 2>&1 \
+      | grep -v Warning | tail -6 ;;
   chain)
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -12 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest" >&2
+  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b" >&2
      exit 2 ;;
 esac
