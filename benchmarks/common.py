@@ -87,8 +87,11 @@ def save_records(records: list[dict], path: str, key: tuple[str, ...], device: s
             old = json.load(f).get("records", [])
     new_keys = {tuple(r.get(k) for k in key) for r in records}
     merged = [r for r in old if tuple(r.get(k) for k in key) not in new_keys] + records
-    with open(path, "w") as f:
-        json.dump({"environment": environment(device), "records": merged}, f, indent=1, default=str)
+    # the whole text first, then one rename: a failure part-way must not leave an earlier run's results truncated
+    text = json.dumps({"environment": environment(device), "records": merged}, indent=1, default=str)
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
     return path
 
 

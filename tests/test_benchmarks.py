@@ -118,3 +118,21 @@ def test_rope_variant_sets_the_policy_only_while_it_runs(monkeypatch):
     with bench_e2e.variant_env("fusion_passes+cudagraphs"):
         assert decode_gemv.rope_policy() == "off"
     assert decode_gemv.rope_policy() == "off"
+
+
+def test_save_records_merges_and_never_truncates_on_failure(tmp_path, monkeypatch):
+    import common
+
+    path = str(tmp_path / "r.json")
+    common.save_records([dict(k=1, v="a"), dict(k=2, v="b")], path, key=("k",), device="cpu")
+    common.save_records([dict(k=2, v="c")], path, key=("k",), device="cpu")
+    assert [(r["k"], r["v"]) for r in json.loads(Path(path).read_text())["records"]] == [(1, "a"), (2, "c")]
+    before = Path(path).read_text()
+
+    def broken(device):
+        raise AssertionError("Torch not compiled with CUDA enabled")
+
+    monkeypatch.setattr(common, "environment", broken)
+    with pytest.raises(AssertionError):
+        common.save_records([dict(k=3, v="d")], path, key=("k",), device="cuda")
+    assert Path(path).read_text() == before
