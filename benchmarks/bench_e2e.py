@@ -4,8 +4,8 @@
     python benchmarks/bench_e2e.py --model llama-8b --workloads decode-1024
     python benchmarks/bench_e2e.py --tiny                       # CPU smoke run of the harness (CI)
 
-Variants in one run: ``eager``, ``stock`` (torch.compile, Inductor), ``fusion_passes``, ``fusion_passes+rope``
-(with the opt-in RoPE epilogue of decode_gemv), each decode variant also ``+cudagraphs`` (``mode="reduce-overhead"``) on GPU. Figures per record: median latency (CUDA events or wall
+Variants in one run: ``eager``, ``stock`` (torch.compile, Inductor), ``fusion_passes``, ``fusion_passes+rope`` /
+``fusion_passes+norope`` (decode_gemv's RoPE epilogue forced on / off; it is on by default), each decode variant also ``+cudagraphs`` (``mode="reduce-overhead"``) on GPU. Figures per record: median latency (CUDA events or wall
 clock), kernels per step (profiler), peak memory, compile time, max error vs eager, and for decode the fraction
 of the HBM roofline (weight bytes / time / measured copy bandwidth). Prints a table; writes
 ``benchmarks/results/<device>_<torch>.json`` (records are merged by (model, attn, workload, variant)).
@@ -91,20 +91,21 @@ def make_variant(model, variant: str):
         return model
     if base == "stock":
         return torch.compile(model, mode=mode)
-    if base in ("fusion_passes", "fusion_passes+rope"):  # +rope: see variant_env
+    if base in ("fusion_passes", "fusion_passes+rope", "fusion_passes+norope"):  # see variant_env
         return torch.compile(model, backend=fusion_passes.backend(mode=mode))
     raise ValueError(f"unknown variant {variant!r}")
 
 
 @contextlib.contextmanager
 def variant_env(variant: str):
-    """``fusion_passes+rope``: ours with RoPE folded into the q/k GEMV (an opt-in policy the passes read while
-    they compile, so it is set for the variant's whole measurement)."""
+    """``fusion_passes+rope`` / ``fusion_passes+norope``: ours with RoPE folded into the q/k GEMV forced on / off
+    (a policy the passes read while they compile, so it is set for the variant's whole measurement); other
+    variants run with the environment as it is (RoPE folding is on by default)."""
     from fusion_passes.patterns import decode_gemv
 
     old = os.environ.get(decode_gemv.ROPE_POLICY_ENV)
-    if "+rope" in variant:
-        os.environ[decode_gemv.ROPE_POLICY_ENV] = "on"
+    if "+rope" in variant or "+norope" in variant:
+        os.environ[decode_gemv.ROPE_POLICY_ENV] = "on" if "+rope" in variant else "off"
     try:
         yield
     finally:

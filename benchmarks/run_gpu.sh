@@ -12,7 +12,9 @@
 #   bash benchmarks/run_gpu.sh prefill_b8  # llama-1b prefill 512/2048 at batch 8 without CUDA graphs
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #   bash benchmarks/run_gpu.sh overhead  # a decode step's host time vs GPU-busy time, stock vs ours
-#   bash benchmarks/run_gpu.sh decode_rope  # llama-1b decode: stock vs ours vs ours with the RoPE epilogue (opt-in)
+#   bash benchmarks/run_gpu.sh decode_rope  # llama-1b decode: stock vs ours (RoPE epilogue on, the default) vs ours without it
+#   bash benchmarks/run_gpu.sh prefill8b_cg sdpa|eager  # llama-8b prefill 512/2048 at batch 1 and 8 with CUDA graphs
+#   bash benchmarks/run_gpu.sh decode8b_eager  # llama-8b decode: the uncompiled eager model, both attentions
 #   bash benchmarks/run_gpu.sh decode_nocg  # llama-1b and -8b decode without CUDA graphs: stock vs ours
 #   bash benchmarks/run_gpu.sh prefill8b_rest sdpa|eager  # llama-8b prefill 512/2048 at batch 1 and 8
 #   bash benchmarks/run_gpu.sh decode_nocg8b eager|sdpa   # llama-8b decode without CUDA graphs, one attention
@@ -59,7 +61,7 @@ case "${1:-}" in
       --variants eager stock fusion_passes --budget-s 420 --out "$OUT/e2e_prefill_b8.json" 2>&1 | grep -v Warning | tail -16 ;;
   decode_rope)
     python3 benchmarks/bench_e2e.py --attn sdpa eager --workloads decode-1024 \
-      --variants stock+cudagraphs fusion_passes+cudagraphs fusion_passes+rope+cudagraphs --budget-s 420 \
+      --variants stock+cudagraphs fusion_passes+cudagraphs fusion_passes+norope+cudagraphs --budget-s 420 \
       --out "$OUT/e2e_decode_rope.json" 2>&1 | grep -v Warning | tail -12 ;;
   decode_nocg)
     for model in llama-1b llama-8b; do
@@ -71,6 +73,13 @@ case "${1:-}" in
     python3 benchmarks/bench_e2e.py --model llama-8b --attn "${2:-sdpa}" --workloads prefill-512 prefill-2048 \
       --batches 1 8 --variants eager stock fusion_passes --budget-s 500 \
       --out "$OUT/e2e_prefill_8b_rest_${2:-sdpa}.json" 2>&1 | grep -v Warning | tail -14 ;;
+  prefill8b_cg)  # one attention per call (${2:-sdpa})
+    python3 benchmarks/bench_e2e.py --model llama-8b --attn "${2:-sdpa}" --workloads prefill-512 prefill-2048 \
+      --batches 1 8 --variants stock+cudagraphs fusion_passes+cudagraphs --budget-s 500 \
+      --out "$OUT/e2e_prefill_8b_cg_${2:-sdpa}.json" 2>&1 | grep -v Warning | tail -10 ;;
+  decode8b_eager)
+    python3 benchmarks/bench_e2e.py --model llama-8b --attn sdpa eager --workloads decode-1024 --variants eager \
+      --budget-s 250 --out "$OUT/e2e_decode_8b_eager.json" 2>&1 | grep -v Warning | tail -4 ;;
   decode_nocg8b)  # one attention (${2:-eager}), llama-8b, without CUDA graphs
     python3 benchmarks/bench_e2e.py --model llama-8b --attn "${2:-eager}" --workloads decode-1024 \
       --variants stock fusion_passes --budget-s 250 --out "$OUT/e2e_decode_nocg_8b_${2:-eager}.json" 2>&1 \
@@ -79,6 +88,6 @@ case "${1:-}" in
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -12 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b" >&2
+  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager" >&2
      exit 2 ;;
 esac

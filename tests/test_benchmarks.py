@@ -113,10 +113,14 @@ def test_rope_variant_sets_the_policy_only_while_it_runs(monkeypatch):
     from fusion_passes.patterns import decode_gemv
 
     monkeypatch.delenv(decode_gemv.ROPE_POLICY_ENV, raising=False)
+    assert decode_gemv.rope_policy() == "on"  # the default
+    with bench_e2e.variant_env("fusion_passes+norope+cudagraphs"):
+        assert decode_gemv.rope_policy() == "off"
+    monkeypatch.setenv(decode_gemv.ROPE_POLICY_ENV, "off")
     with bench_e2e.variant_env("fusion_passes+rope+cudagraphs"):
         assert decode_gemv.rope_policy() == "on"
     with bench_e2e.variant_env("fusion_passes+cudagraphs"):
-        assert decode_gemv.rope_policy() == "off"
+        assert decode_gemv.rope_policy() == "off"  # the user's setting, untouched
     assert decode_gemv.rope_policy() == "off"
 
 

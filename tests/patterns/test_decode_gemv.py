@@ -124,12 +124,17 @@ def rope_on(always, monkeypatch):
     monkeypatch.setenv(decode_gemv.ROPE_POLICY_ENV, "on")
 
 
-def test_rope_off_by_default(always):
+@pytest.mark.parametrize("setting, folded", [(None, True), ("off", False)])
+def test_rope_on_by_default_and_off_on_request(always, monkeypatch, setting, folded):
+    if setting is None:
+        monkeypatch.delenv(decode_gemv.ROPE_POLICY_ENV, raising=False)
+    else:
+        monkeypatch.setenv(decode_gemv.ROPE_POLICY_ENV, setting)
     model, step = zoo_decode(torch.float32)
     with torch.no_grad():
         _, recs = compile_with_records(step(model), patterns=PATTERN)
     qkv = [m for m in matches(recs) if len(m.detail.get("weights", ())) == 3]
-    assert qkv and all(m.detail["epilogue"] == "concatenated outputs" for m in qkv)
+    assert qkv and all(("rope on 2" in m.detail["epilogue"]) == folded for m in qkv)
 
 
 def test_rope_real_transformers_decode_steps(rope_on, monkeypatch):
@@ -324,7 +329,7 @@ def test_unknown_policy_is_a_clear_error(monkeypatch):
         decode_gemv.policy()
     monkeypatch.setenv(decode_gemv.POLICY_ENV, "always")
     monkeypatch.setenv(decode_gemv.ROPE_POLICY_ENV, "yes")
-    with pytest.raises(ValueError, match="FUSION_PASSES_DECODE_ROPE='yes'; use one of off, on"):
+    with pytest.raises(ValueError, match="FUSION_PASSES_DECODE_ROPE='yes'; use one of on, off"):
         decode_gemv.cache_key()
 
 
