@@ -89,6 +89,14 @@ def cublas_chain(ws: dict, x: torch.Tensor):
     return run
 
 
+def autotuner_picks(prefetch: bool) -> dict:
+    """The config the M = 1 autotuner chose per weight shape so far: "K=2048 N=(2048, 512, 512)" -> its config."""
+    if not gemv.HAS_TRITON or gemv.INTERPRETED:
+        return {}
+    tuner = gemv._gemv_m1[prefetch]
+    return {f"K={k[0]} N=({k[1]}, {k[2]}, {k[3]})": str(cfg) for k, cfg in tuner.cache.items()}
+
+
 def graph_ms(run, device: str) -> tuple[float, object]:
     for _ in range(3):
         run()  # autotune / warm up outside the graph
@@ -149,6 +157,8 @@ def main(argv=None) -> int:
                     rec["hbm_frac"] = round(nbytes / (ms * 1e-3) / (bw * 1e9), 3)
                 if cuda and variant != "cublas":
                     rec["per_linear_us"] = per_linear_us(replay, cfg["num_hidden_layers"])
+                    # which loop and tiles each shape got: what a config list pruned for compile time would keep
+                    rec["autotuner_picks"] = autotuner_picks(variant != "ours-noprefetch")
                 records.append(rec)
                 print(rec, flush=True)
         del ws

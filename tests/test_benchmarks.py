@@ -140,3 +140,18 @@ def test_save_records_merges_and_never_truncates_on_failure(tmp_path, monkeypatc
     with pytest.raises(AssertionError):
         common.save_records([dict(k=3, v="d")], path, key=("k",), device="cuda")
     assert Path(path).read_text() == before
+
+
+def test_gemv_chain_reports_the_autotuners_picks(monkeypatch):
+    import bench_gemv_chain
+    from fusion_passes.kernels import gemv
+
+    if not gemv.HAS_TRITON or gemv.INTERPRETED:
+        pytest.skip("needs triton's autotuner objects")
+    triton = pytest.importorskip("triton")
+    cfg = triton.Config({"BLOCK_N": 8, "BLOCK_K": 512, "PREFETCH": True}, num_warps=4, num_stages=3)
+    key = (2048, 2048, 512, 512, 3, True, False, False, True, "torch.bfloat16")
+    monkeypatch.setattr(gemv._gemv_m1[True], "cache", {key: cfg})
+    picks = bench_gemv_chain.autotuner_picks(True)
+    assert list(picks) == ["K=2048 N=(2048, 512, 512)"] and "PREFETCH: True" in picks["K=2048 N=(2048, 512, 512)"]
+    assert bench_gemv_chain.autotuner_picks(False) == {}  # nothing tuned yet with the plain loop only
