@@ -13,14 +13,14 @@
     a   = decode_gemv(h, Wg, Wu, norm_weight=w_post, silu_mul=True)
     h   = decode_gemv(a, Wd, residual=h)
 
-With ``FUSION_PASSES_DECODE_ROPE=on`` the q/k GEMV also applies HF's rotary embedding in its epilogue:
+The q/k GEMV also applies HF's rotary embedding in its epilogue (``FUSION_PASSES_DECODE_ROPE=off`` leaves it out):
 
     q = permute(view(q, [B, S, H, D]), [0, 2, 1, 3]); q = q * cos + rotate_half(q) * sin    (same for k)
     # after: the q/k/v GEMV writes rotated q and k; the heads view of its output replaces q_embed / k_embed
     qkv = decode_gemv(h, Wq, Wk, Wv, norm_weight=w_in, rope_cos=cos, rope_sin=sin, rope_dim=D, rope_weights=2)
 
-It is off by default until it is measured on a GPU. The parity and must-not-fire tests run on CPU, and the kernel
-runs in Triton's interpreter. It folds only the exact ``rotate_half`` form, with one cos/sin of shape
+On the H200 it took the 1B decode rate from 1.125 to 1.110 ms and removed Inductor's RoPE kernel. It folds only
+the exact ``rotate_half`` form, with one cos/sin of shape
 [B or 1, 1, S, D] shared by q and k, no bias, no other user of the unrotated heads, and outputs that are whole
 heads.
 
