@@ -156,3 +156,15 @@ def test_rope_needs_concatenated_head_multiples():
     cos = sin = torch.ones(1, 8)
     with pytest.raises(ValueError, match="rope"):
         torch.ops.fusion_passes.decode_gemv(x, w, None, None, None, 1e-6, 0.0, True, None, False, cos, sin, 8, 1)
+
+
+@pytest.mark.skipif(not gemv.HAS_TRITON or gemv.INTERPRETED, reason="inspects the autotuners of the compiled kernel")
+def test_autotuner_offers_both_m1_loops_and_the_plain_one_alone():
+    """Neither M = 1 loop won on every H200 shape, so the default autotuner gets both; the dot tile gets none."""
+    def forms(tuner):
+        return {c.kwargs["PREFETCH"] for c in tuner.configs}
+
+    assert forms(gemv._gemv_m1[True]) == {False, True}
+    assert forms(gemv._gemv_m1[False]) == {False}
+    assert forms(gemv._gemv_m16) == {False}
+    assert len(gemv._gemv_m1[True].configs) == 2 * len(gemv._gemv_m1[False].configs)
