@@ -180,14 +180,24 @@ def run(args, save) -> list[dict]:
     return records
 
 
+def step_for(variant: str, step):
+    """``step(model)`` as ``variant`` runs it: with CUDA graphs each call is marked as a new step (the last
+    step's graph outputs may then be overwritten, which is what a generation loop allows)."""
+    if not variant.endswith("+cudagraphs"):
+        return step
+
+    def marked(m):
+        torch.compiler.cudagraph_mark_step_begin()
+        return step(m)
+
+    return marked
+
+
 def measure(model, step, variant, reference, device, iters, decode=False) -> dict:
     import fusion_passes
 
     compiled = make_variant(model, variant)
-    if variant.endswith("+cudagraphs"):
-        # each call is a new step: CUDA-graph outputs of the last step may be overwritten by this one
-        plain_step = step
-        step = lambda m: (torch.compiler.cudagraph_mark_step_begin(), plain_step(m))[1]  # noqa: E731
+    step = step_for(variant, step)
     with torch.no_grad(), fusion_passes.capture() as recs:
         t0 = time.perf_counter()
         out = step(compiled).float().clone()  # cloned: later CUDA-graph replays reuse the output buffer

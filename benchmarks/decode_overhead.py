@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import os
 import pstats
 import sys
@@ -29,7 +30,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_e2e import build_model, make_variant, workload_inputs  # noqa: E402
+from bench_e2e import build_model, make_variant, step_for, workload_inputs  # noqa: E402
 from common import add_run_args, median_ms, pipelined_ms, run_dtype, write_results  # noqa: E402
 
 
@@ -92,15 +93,7 @@ def main(argv=None) -> int:
     records = []
     # each step writes the next cache slot (the static cache has 256 past the context): ~230 steps per variant
     for variant in args.variants:
-        plain = fresh_step()
-        compiled = make_variant(model, variant)
-        if variant.endswith("+cudagraphs"):
-            def step(plain=plain, compiled=compiled):
-                torch.compiler.cudagraph_mark_step_begin()
-                return plain(compiled)
-        else:
-            def step(plain=plain, compiled=compiled):
-                return plain(compiled)
+        step = functools.partial(step_for(variant, fresh_step()), make_variant(model, variant))
         rec = dict(model=args.model, attn=args.attn, workload=f"decode-{args.context}", variant=variant)
         with torch.no_grad():
             for _ in range(3):

@@ -17,7 +17,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_e2e import build_model, make_variant, workload_inputs  # noqa: E402
+from bench_e2e import build_model, make_variant, step_for, workload_inputs  # noqa: E402
 from common import add_run_args, run_dtype, write_results  # noqa: E402
 
 
@@ -91,10 +91,7 @@ def main(argv=None) -> int:
     fresh_step = workload_inputs(model, f"decode-{args.context}", 1, args.device)
     records = []
     for variant in args.variants:
-        step = fresh_step()
-        if variant.endswith("+cudagraphs"):
-            plain = step
-            step = lambda m, plain=plain: (torch.compiler.cudagraph_mark_step_begin(), plain(m))[1]  # noqa: E731
+        step = step_for(variant, fresh_step())
         trace: dict = {}
         rows = profile_step(step, make_variant(model, variant), args.device, args.steps, trace)
         print(f"\n{variant}: {len(rows)} distinct kernels, {sum(r['us_per_step'] for r in rows):.1f} us per step")

@@ -101,6 +101,9 @@ def backend(patterns=None, exclude=(), mode: str | None = None, options: dict | 
     return FusionBackend(patterns=patterns, exclude=exclude, mode=mode, options=options, dynamic=dynamic)
 
 
-def fusion_passes_backend(gm: torch.fx.GraphModule, example_inputs):
-    """The entry-point backend behind ``backend="fusion_passes"``: every family, Inductor defaults."""
-    return FusionBackend()(gm, example_inputs)
+def fusion_passes_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = None,
+                          options: dict | None = None):
+    """The entry-point backend behind ``backend="fusion_passes"``: every family. ``torch.compile`` hands a
+    non-Inductor backend its ``mode=`` / ``options=`` as keywords (HF's ``generate`` compiles with
+    ``mode="reduce-overhead"`` by default); they go to Inductor as with ``backend="inductor"``."""
+    return FusionBackend(mode=mode, options=options)(gm, example_inputs)

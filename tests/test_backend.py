@@ -99,6 +99,33 @@ def test_mode_is_forwarded_as_inductor_options():
     assert "triton.cudagraphs" not in fusion_passes.backend(patterns=[]).config_patches(False)
 
 
+def test_backend_string_takes_torch_compiles_mode_and_options(monkeypatch):
+    """``torch.compile(backend="fusion_passes", mode=..., options=...)`` (and HF generate's compile_config,
+    which passes mode="reduce-overhead") reach Inductor as with ``backend="inductor"``."""
+    from fusion_passes.backend import FusionBackend
+
+    seen = []
+    real = FusionBackend.config_patches
+
+    def spy(self, grad_enabled):
+        patches = real(self, grad_enabled)
+        seen.append((patches.get("triton.cudagraphs", False), patches.get("max_autotune", False)))
+        return patches
+
+    monkeypatch.setattr(FusionBackend, "config_patches", spy)
+    x = torch.randn(8)
+    for kwargs, want in [(dict(mode="reduce-overhead"), (True, False)),
+                         (dict(options={"max_autotune": True}), (False, True))]:
+        torch._dynamo.reset()
+        g = torch.compile(lambda t: torch.sin(t) * 2, backend="fusion_passes", **kwargs)
+        torch.testing.assert_close(g(x), torch.sin(x) * 2)
+        assert seen[-1] == want, kwargs
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="unknown mode 'fastest'; choose one of"):
+        torch.compile(lambda t: t + 1, backend="fusion_passes", mode="fastest")(x)
+    torch._dynamo.reset()
+
+
 class CountingPass(CustomGraphPass):
     def __init__(self):
         self.calls = 0

@@ -201,3 +201,27 @@ def test_hf_llama_64_token_greedy_generation_matches_eager(decode_kernels_everyw
     assert len(roped) == (4 if rope == "on" else 0)
     assert torch.equal(got, expected)
     assert max((a - b).abs().max().item() for a, b in zip(logits, ref_logits)) < 1e-4
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_hf_generate_with_compile_config_backend(decode_kernels_everywhere, batch):
+    """HF's own ``generate`` loop, compiled through ``CompileConfig(backend="fusion_passes")`` (which passes
+    ``mode="reduce-overhead"``): the same greedy tokens as eager ``generate``, with the decode kernels in the
+    compiled decode step."""
+    import fusion_passes
+
+    model = _causal_lm("llama", attn="sdpa")
+    prompt = _ids(batch=batch, seq=8)
+    kw = dict(max_new_tokens=12, do_sample=False, cache_implementation="static", pad_token_id=0)
+    with torch.no_grad():
+        expected = model.generate(prompt, **kw, disable_compile=True)
+        torch._dynamo.reset()
+        config = transformers.CompileConfig(backend="fusion_passes", fullgraph=True)
+        config._compile_all_devices = True  # HF compiles on CPU only when asked (a class attribute, no argument)
+        assert config.mode == "reduce-overhead"  # what makes the backend take torch.compile's mode keyword
+        with fusion_passes.capture() as recs:
+            got = model.generate(prompt, **kw, compile_config=config)
+    assert torch.equal(got, expected)
+    fired = {m.pattern for r in recs for m in r.matches}
+    assert {"decode_gemv", "attention_sdpa"} <= fired, fired  # the decode step was compiled by us
+    assert not [e for r in recs for e in r.errors]
