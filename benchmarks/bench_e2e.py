@@ -66,6 +66,8 @@ def workload_inputs(model, workload: str, batch: int, device: str):
         return lambda: (lambda m: m(input_ids=ids, use_cache=False).logits)
     from transformers import StaticCache
 
+    from fusion_passes.zoo import hf_cache_kwargs
+
     ctx = torch.randint(0, vocab, (batch, n), generator=g).to(device)
     tok = torch.randint(0, vocab, (batch, 1), generator=g).to(device)
     pos = torch.tensor([n], device=device)
@@ -73,8 +75,9 @@ def workload_inputs(model, workload: str, batch: int, device: str):
     def fresh():
         cache = StaticCache(config=model.config, max_cache_len=n + 256)
         with torch.no_grad():
-            model(input_ids=ctx, past_key_values=cache, cache_position=torch.arange(n, device=device), use_cache=True)
-        return lambda m: m(input_ids=tok, past_key_values=cache, cache_position=pos,
+            model(input_ids=ctx, **hf_cache_kwargs(model, cache), cache_position=torch.arange(n, device=device),
+                  use_cache=True)
+        return lambda m: m(input_ids=tok, **hf_cache_kwargs(model, cache), cache_position=pos,
                            position_ids=pos[None].expand(batch, 1), use_cache=True).logits
 
     return fresh

@@ -30,6 +30,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from bench_e2e import build_model, make_variant  # noqa: E402
 from common import add_run_args, run_dtype, write_results  # noqa: E402
 
+from fusion_passes.zoo import hf_cache_kwargs  # noqa: E402
+
 
 KEY = ("model", "attn", "variant", "dtype")
 
@@ -44,7 +46,7 @@ def run_steps(eager, model, prompt, steps: int, forced=None, cudagraphs=False):
     cache = StaticCache(config=model.config, max_cache_len=n + steps + 1)
     dev = prompt.device
     with torch.no_grad():
-        logits = eager(input_ids=prompt, past_key_values=cache, cache_position=torch.arange(n, device=dev),
+        logits = eager(input_ids=prompt, **hf_cache_kwargs(eager, cache), cache_position=torch.arange(n, device=dev),
                        use_cache=True).logits
         tok = logits[:, -1:].argmax(-1)
         toks, all_logits = [], []
@@ -54,7 +56,7 @@ def run_steps(eager, model, prompt, steps: int, forced=None, cudagraphs=False):
             pos = torch.tensor([n + i], device=dev)
             if cudagraphs:
                 torch.compiler.cudagraph_mark_step_begin()
-            logits = model(input_ids=tok, past_key_values=cache, cache_position=pos,
+            logits = model(input_ids=tok, **hf_cache_kwargs(eager, cache), cache_position=pos,
                            position_ids=pos[None].expand(b, 1), use_cache=True).logits[:, -1].float().clone()
             all_logits.append(logits)
             tok = logits.argmax(-1, keepdim=True)

@@ -11,6 +11,7 @@ HF counterpart (fp32-upcast RMSNorm, rotary, ``repeat_kv`` GQA, eager attention 
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 
@@ -30,6 +31,7 @@ __all__ = [
     "BertModel",
     "build",
     "MODELS",
+    "hf_cache_kwargs",
 ]
 
 
@@ -424,3 +426,11 @@ def build(name: str = "llama", *, batch: int = 2, seq: int = 16, dtype=torch.flo
         mask[-1, seq // 2 :] = 0  # the last row is padded, so the mask is not all-ones
         return model, (input_ids, mask)
     return model, (input_ids,)
+
+
+def hf_cache_kwargs(model, cache) -> dict:
+    """``{"cache": cache}`` or ``{"past_key_values": cache}``: the keyword a transformers model's forward takes its
+    KV cache by. Newer transformers renamed it (``past_key_values`` warns, and goes in 5.40); 5.17 knows only
+    ``past_key_values``. ``model`` may be a ``torch.compile``'d module."""
+    forward = getattr(model, "_orig_mod", model).forward
+    return {"cache" if "cache" in inspect.signature(forward).parameters else "past_key_values": cache}

@@ -10,6 +10,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from tests.conftest import compile_with_records  # noqa: E402
+from fusion_passes.zoo import hf_cache_kwargs  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -144,11 +145,12 @@ def _greedy(model, prompt, steps):
     cache = transformers.StaticCache(config=model.config, max_cache_len=prompt.shape[1] + steps)
     n = prompt.shape[1]
     with torch.no_grad():
-        logits = model(input_ids=prompt, past_key_values=cache, cache_position=torch.arange(n), use_cache=True).logits
+        logits = model(input_ids=prompt, **hf_cache_kwargs(model, cache), cache_position=torch.arange(n),
+                       use_cache=True).logits
         tok, toks, all_logits = logits[:, -1:].argmax(-1), [], []
         for i in range(steps):
             pos = torch.tensor([n + i])
-            logits = model(input_ids=tok, past_key_values=cache, cache_position=pos,
+            logits = model(input_ids=tok, **hf_cache_kwargs(model, cache), cache_position=pos,
                            position_ids=pos[None].expand(prompt.shape[0], 1), use_cache=True).logits
             all_logits.append(logits)
             tok = logits[:, -1:].argmax(-1)
@@ -225,3 +227,22 @@ def test_hf_generate_with_compile_config_backend(decode_kernels_everywhere, batc
     fired = {m.pattern for r in recs for m in r.matches}
     assert {"decode_gemv", "attention_sdpa"} <= fired, fired  # the decode step was compiled by us
     assert not [e for r in recs for e in r.errors]
+
+
+def test_hf_cache_kwargs_follows_the_forward_signature():
+    """Newer transformers take the KV cache as ``cache=`` (``past_key_values=`` warns, and goes in 5.40); 5.17, on
+    the GPU machine, knows only ``past_key_values=``."""
+
+    class New(torch.nn.Module):
+        def forward(self, input_ids, cache=None, **kwargs):
+            return cache
+
+    class Old(torch.nn.Module):
+        def forward(self, input_ids, past_key_values=None, **kwargs):
+            return past_key_values
+
+    for cls, key in [(New, "cache"), (Old, "past_key_values")]:
+        model = cls()
+        assert hf_cache_kwargs(model, "C") == {key: "C"}
+        assert hf_cache_kwargs(torch.compile(model), "C") == {key: "C"}  # the compiled wrapper's own forward
+        assert model(torch.zeros(1), **hf_cache_kwargs(model, "C")) == "C"

@@ -17,6 +17,7 @@ from torch._inductor.utils import run_and_get_code
 import fusion_passes
 from fusion_passes import zoo
 from fusion_passes.patterns import attention_sdpa
+from fusion_passes.zoo import hf_cache_kwargs
 from tests.conftest import compile_with_records
 
 PATTERN = ["attention_sdpa"]
@@ -472,9 +473,9 @@ def test_transformers_llama_decode_step_with_cache():
         cache = model(ids, use_cache=True).past_key_values
         mine, theirs = copy.deepcopy(cache), copy.deepcopy(cache)
         step = torch.randint(0, 128, (2, 1))
-        ref = model(step, past_key_values=theirs, use_cache=True).logits
-        out, recs = compile_with_records(lambda x: model(x, past_key_values=mine, use_cache=True).logits, step,
-                                         patterns=PATTERN)
+        ref = model(step, **hf_cache_kwargs(model, theirs), use_cache=True).logits
+        mine = hf_cache_kwargs(model, mine)  # outside the compiled lambda: it inspects the forward's signature
+        out, recs = compile_with_records(lambda x: model(x, **mine, use_cache=True).logits, step, patterns=PATTERN)
     (m,) = matches(recs)
     assert m.detail["q"] == "[2, 4, 1, 16]" and m.detail["k"] == f"[2, 2, {S + 1}, 16]"
     assert m.detail["mask"].startswith("none")  # the decode step sees every cached key: no mask at all

@@ -14,6 +14,7 @@ from torch import nn
 import fusion_passes
 from fusion_passes import zoo
 from fusion_passes.patterns import decode_gemv
+from fusion_passes.zoo import hf_cache_kwargs
 from tests.conftest import compile_with_records
 
 PATTERN = ["decode_gemv"]
@@ -102,9 +103,10 @@ def test_real_transformers_llama_decode(always):
         cache = transformers.StaticCache(config=cfg, max_cache_len=32)
         torch.manual_seed(1)
         with torch.no_grad():
-            model(input_ids=torch.randint(0, 256, (1, 8)), past_key_values=cache, cache_position=torch.arange(8))
+            model(input_ids=torch.randint(0, 256, (1, 8)), **hf_cache_kwargs(model, cache),
+                  cache_position=torch.arange(8))
             pos = torch.tensor([8])
-            return m(input_ids=torch.randint(0, 256, (1, 1)), past_key_values=cache, cache_position=pos,
+            return m(input_ids=torch.randint(0, 256, (1, 1)), **hf_cache_kwargs(model, cache), cache_position=pos,
                      position_ids=pos[None], use_cache=True).logits
 
     expected = step(model)
@@ -347,10 +349,10 @@ def _hf_decode_steps(transformers, cfg, model, batch, steps, prompt=8, **backend
         cache = transformers.StaticCache(config=cfg, max_cache_len=prompt + steps + 8)
         outs = []
         with torch.no_grad():
-            model(input_ids=ids, past_key_values=cache, cache_position=torch.arange(prompt, device=dev))
+            model(input_ids=ids, **hf_cache_kwargs(model, cache), cache_position=torch.arange(prompt, device=dev))
             for i in range(steps):  # on GPU, CUDA graph trees record on a later call
                 pos = torch.tensor([prompt + i], device=dev)
-                outs.append(m(input_ids=toks[i], past_key_values=cache, cache_position=pos,
+                outs.append(m(input_ids=toks[i], **hf_cache_kwargs(model, cache), cache_position=pos,
                               position_ids=pos[None].expand(batch, 1), use_cache=True).logits.float().clone())
         return outs
 
