@@ -174,7 +174,11 @@ class RopeVariants(nn.Module):
                 return torch.stack([-t[..., 1::2], t[..., ::2]], -1).flatten(-2)
         else:
             rot = zoo.rotate_half
-        qr = q * c + rot(q) * sn
+        if self.twist == "partial":  # Phi / GPT-NeoX partial rotary on q: the first 4 of 8 dims rotate
+            qa, qb = q[..., :4], q[..., 4:]
+            qr = torch.cat([qa * c[..., :4] + zoo.rotate_half(qa) * sn[..., :4], qb], -1)
+        else:
+            qr = q * c + rot(q) * sn
         kr = k * c + rot(k) * sn
         if self.twist == "q_reused":
             return qr, kr, q
@@ -184,10 +188,10 @@ class RopeVariants(nn.Module):
 
 
 @pytest.mark.parametrize("twist, v_width, folded", [("interleaved", 0, 0), ("q_reused", 0, 1), ("per_head_cos", 0, 1),
-                                                     ("bias", 0, 1), ("plain", 12, 0)])
+                                                     ("bias", 0, 1), ("partial", 0, 1), ("plain", 12, 0)])
 def test_rope_not_folded(rope_on, twist, v_width, folded):
-    """Another rotation, the unrotated q used elsewhere, a cos that differs per head, a bias on q: q's rope stays
-    outside the GEMV (k's, untouched by the twist, is still folded). A v output that is not whole heads (12 wide,
+    """Another rotation, the unrotated q used elsewhere, a cos that differs per head, a bias on q, a partial
+    rotary on q: q's rope stays outside the GEMV (k's, untouched by the twist, is still folded). A v output that is not whole heads (12 wide,
     heads of 8): the kernel's column pairs would straddle it, so neither is folded."""
     torch.manual_seed(0)
     mod = RopeVariants(twist, v_width)
