@@ -40,7 +40,7 @@ def run_example(name: str, *argv: str) -> int:
 
 def test_every_example_is_tested():
     tested = {"hf_llama_backend.py", "decorator_custom_module.py", "report_graph_break.py",
-              "bert_sentence_embeddings.py"}
+              "bert_sentence_embeddings.py", "hf_generate.py"}
     assert {f for f in os.listdir(EXAMPLES) if f.endswith(".py")} == tested
 
 
@@ -52,6 +52,16 @@ def test_hf_llama_with_backend_string(capsys):
     assert "max |compiled - eager|" in out and "in 1 graph(s)" in out
     for family in _families & {"attention_sdpa", "qkv_packing", "residual_norm"}:
         assert f"  {family}" in out  # each built-in family fires on HF Llama
+
+
+@pytest.mark.skipif(not _has_transformers, reason="needs transformers")
+@pytest.mark.skipif(not _backend_string_registered(), reason="package not pip-installed: no 'fusion_passes' entry point")
+def test_hf_generate_with_compile_config(capsys):
+    assert run_example("hf_generate.py", "--layers", "1", "--new-tokens", "6") == 0
+    out = capsys.readouterr().out
+    assert "compiled vs eager generate: same" in out
+    if "qkv_packing" in _families:
+        assert "qkv_packing" in out.splitlines()[-1]  # q/k/v packed in the compiled decode step
 
 
 def test_decorator_on_custom_module(capsys):
