@@ -205,15 +205,13 @@ def test_hf_llama_64_token_greedy_generation_matches_eager(decode_kernels_everyw
     assert max((a - b).abs().max().item() for a, b in zip(logits, ref_logits)) < 1e-4
 
 
-@pytest.mark.parametrize("batch", [1, 2])
-def test_hf_generate_with_compile_config_backend(decode_kernels_everywhere, batch):
-    """HF's own ``generate`` loop, compiled through ``CompileConfig(backend="fusion_passes")`` (which passes
-    ``mode="reduce-overhead"``): the same greedy tokens as eager ``generate``, with the decode kernels in the
-    compiled decode step."""
+def _generate_compiled_vs_eager(batch, device="cpu"):
+    """HF's own ``generate`` loop, eager and compiled through ``CompileConfig(backend="fusion_passes")`` (which
+    passes ``mode="reduce-overhead"``): the same greedy tokens, with the decode kernels in the compiled step."""
     import fusion_passes
 
-    model = _causal_lm("llama", attn="sdpa")
-    prompt = _ids(batch=batch, seq=8)
+    model = _causal_lm("llama", attn="sdpa").to(device)
+    prompt = _ids(batch=batch, seq=8).to(device)
     kw = dict(max_new_tokens=12, do_sample=False, cache_implementation="static", pad_token_id=0)
     with torch.no_grad():
         expected = model.generate(prompt, **kw, disable_compile=True)
@@ -227,6 +225,18 @@ def test_hf_generate_with_compile_config_backend(decode_kernels_everywhere, batc
     fired = {m.pattern for r in recs for m in r.matches}
     assert {"decode_gemv", "attention_sdpa"} <= fired, fired  # the decode step was compiled by us
     assert not [e for r in recs for e in r.errors]
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_hf_generate_with_compile_config_backend(decode_kernels_everywhere, batch):
+    _generate_compiled_vs_eager(batch)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_gpu_hf_generate_with_compile_config_backend():
+    """On CUDA, in fp32: the decode kernels fire by default and the step runs under CUDA graphs."""
+    _generate_compiled_vs_eager(2, device="cuda")
 
 
 def test_hf_cache_kwargs_follows_the_forward_signature():

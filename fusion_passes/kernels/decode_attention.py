@@ -23,7 +23,7 @@ import math
 
 import torch
 
-from . import is_interpreted
+from . import ieee_fp32_dot, is_interpreted
 
 try:
     import triton
@@ -64,6 +64,7 @@ if triton is not None:
         BLOCK_N: tl.constexpr,
         BLOCK_D: tl.constexpr,
         BLOCK_DV: tl.constexpr,
+        IEEE_F32: tl.constexpr,  # fp32 q/k/v: full-precision dots, not Triton's TF32 default (kernels.ieee_fp32_dot)
     ):  # fmt: skip
         pid = tl.program_id(0)
         split = tl.program_id(1)
@@ -88,7 +89,10 @@ if triton is not None:
             n = n0 + tl.arange(0, BLOCK_N)
             n_ok = n < SK
             k = tl.load(k_base + n[:, None] * sk_s + d[None, :], mask=n_ok[:, None] & (d[None, :] < D), other=0.0)
-            s = tl.dot(q, tl.trans(k)) * scale  # [BLOCK_M, BLOCK_N] fp32
+            if IEEE_F32:
+                s = tl.dot(q, tl.trans(k), input_precision="ieee") * scale
+            else:
+                s = tl.dot(q, tl.trans(k)) * scale  # [BLOCK_M, BLOCK_N] fp32
             if HAS_MASK:
                 mk = tl.load(MASK + b * sm_b + head[:, None] * sm_h + qpos[:, None] * sm_q + n[None, :] * sm_k,
                              mask=row_ok[:, None] & n_ok[None, :], other=0.0)
@@ -102,7 +106,10 @@ if triton is not None:
             alpha = tl.exp(m_i - m_safe)
             l_i = l_i * alpha + tl.sum(p, axis=1)
             v = tl.load(v_base + n[:, None] * sv_s + dv[None, :], mask=n_ok[:, None] & (dv[None, :] < DV), other=0.0)
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+            if IEEE_F32:
+                acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee")
+            else:
+                acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
             m_i = m_new
         part = (pid * n_splits + split) * BLOCK_M + rows  # [BLOCK_M] rows of this (kv head, split)
         tl.store(M_PART + part, m_i)
@@ -192,7 +199,7 @@ def _impl(q, k, v, mask, scale, is_causal):
         h_kv, sq, sk, dim, dv, scale,
         m_part, l_part, acc_part, chunk,
         GROUP=group, HAS_MASK=mask is not None, IS_CAUSAL=is_causal, BLOCK_M=block_m, BLOCK_N=block_n,
-        BLOCK_D=max(16, triton.next_power_of_2(dim)), BLOCK_DV=block_dv,
+        BLOCK_D=max(16, triton.next_power_of_2(dim)), BLOCK_DV=block_dv, IEEE_F32=ieee_fp32_dot(q.dtype),
         num_warps=4, num_stages=2,
     )  # fmt: skip
     _combine_kernel[(b * h_kv, group * sq)](

@@ -37,7 +37,7 @@ from typing import Optional
 import torch
 from torch.library import triton_op, wrap_triton
 
-from . import is_interpreted
+from . import ieee_fp32_dot, is_interpreted
 
 try:
     import triton
@@ -126,6 +126,7 @@ if triton is not None:
         BLOCK_N: tl.constexpr,
         BLOCK_K: tl.constexpr,
         PREFETCH: tl.constexpr,  # M = 1 only: load the next K tile while reducing this one
+        IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
     ):
         T = X.dtype.element_ty
         pid = tl.program_id(0)
@@ -213,9 +214,14 @@ if triton is not None:
                 if TWO:
                     acc_u += u.to(tl.float32) * xr
             else:
-                acc = tl.dot(x, tl.trans(w), acc)
-                if TWO:
-                    acc_u = tl.dot(x, tl.trans(u), acc_u)
+                if IEEE_F32:
+                    acc = tl.dot(x, tl.trans(w), acc, input_precision="ieee")
+                    if TWO:
+                        acc_u = tl.dot(x, tl.trans(u), acc_u, input_precision="ieee")
+                else:
+                    acc = tl.dot(x, tl.trans(w), acc)
+                    if TWO:
+                        acc_u = tl.dot(x, tl.trans(u), acc_u)
             if PREFETCH:
                 x, w, u = x_nxt, w_nxt, u_nxt
 
@@ -255,7 +261,7 @@ if triton is not None:
 
     # One autotuner per M tile (configs differ); both run the same kernel. Not prune_configs_by: Inductor's
     # support for user-defined autotuned kernels does not cover every pruning hook.
-    _KEY = ["K", "N0", "N1", "N2", "CONCAT_W", "HAS_NORM", "SILU_MUL", "HAS_RES", "ROPE"]
+    _KEY = ["K", "N0", "N1", "N2", "CONCAT_W", "HAS_NORM", "SILU_MUL", "HAS_RES", "ROPE", "IEEE_F32"]
     _gemv_m1 = {p: triton.autotune(configs=_configs(dot=False, prefetch=p), key=_KEY)(_gemv_kernel)
                 for p in (False, True)}  # keyed by "may prefetch"; the benchmarks time both
     _gemv_m16 = triton.autotune(configs=_configs(dot=True), key=_KEY)(_gemv_kernel)
@@ -291,6 +297,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         HAS_RES=residual is not None,
         ROPE=rope,
         BLOCK_M=_block_m(int(m)),
+        IEEE_F32=ieee_fp32_dot(x.dtype),
     )
     args = (
         x, norm_weight, w0, w1 if w1 is not None else w0, w2 if w2 is not None else w0, residual, rope_cos,

@@ -103,3 +103,41 @@ def test_decode_attention_compiles(mask, causal):
     asm = compile_for_hopper(decode_attention._combine_kernel, combine, dict(GROUP=4, BLOCK_M=16, BLOCK_S=32,
                                                                              BLOCK_DV=64), num_warps=4)
     assert "cubin" in asm
+
+
+@pytest.mark.parametrize("ieee", [False, True])
+def test_fp32_dots_use_tf32_only_when_allowed(ieee):
+    """With fp32 inputs Triton's tl.dot defaults to TF32; IEEE_F32 (set unless the user allows TF32, as eager's
+    fp32 matmuls do) must leave no TF32 tensor-core instruction in the 16-row GEMV tile or the attention kernel."""
+    types = {n: "*fp32" for n in ("X", "W0", "W1", "W2", "Y", "NW")}
+    types.update({n: "i32" for n in ("M", "K", "N0", "N1", "N2", "stride_x", "stride_r", "stride_y", "stride_cs",
+                                     "rope_dim", "rope_weights")})
+    types.update(eps="fp32", norm_offset="fp32")
+    gemv_ptx = compile_for_hopper(gemv._gemv_kernel, types, dict(
+        CONCAT_W=1, HAS_NORM=True, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=True, HAS_RES=False, ROPE=False,
+        BLOCK_M=16, BLOCK_N=16, BLOCK_K=64, PREFETCH=False, IEEE_F32=ieee), num_warps=4, num_stages=2)["ptx"]
+    strides = ["sq_b", "sq_h", "sq_s", "sk_b", "sk_h", "sk_s", "sv_b", "sv_h", "sv_s", "sm_b", "sm_h", "sm_q", "sm_k",
+               "so_b", "so_h", "so_s", "H_KV", "SQ", "SK", "D", "DV", "CHUNK"]
+    attn_types = {"Q": "*fp32", "K": "*fp32", "V": "*fp32", "OUT": "*fp32", "scale": "fp32", "M_PART": "*fp32",
+                  "L_PART": "*fp32", "ACC_PART": "*fp32", **{n: "i32" for n in strides}}
+    attn_ptx = compile_for_hopper(decode_attention._decode_attention_kernel, attn_types, dict(
+        GROUP=4, HAS_MASK=False, IS_CAUSAL=False, BLOCK_M=16, BLOCK_N=64, BLOCK_D=64, BLOCK_DV=64,
+        IEEE_F32=ieee), num_warps=4)["ptx"]
+    for ptx in (gemv_ptx, attn_ptx):
+        assert ("tf32" in ptx) != ieee
+
+
+def test_ieee_fp32_dot_follows_the_users_tf32_setting():
+    import torch
+
+    from fusion_passes.kernels import ieee_fp32_dot
+
+    old = torch.backends.cuda.matmul.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        assert ieee_fp32_dot(torch.float32) and not ieee_fp32_dot(torch.bfloat16)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        assert not ieee_fp32_dot(torch.float32)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+
