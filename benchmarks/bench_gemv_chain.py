@@ -149,7 +149,8 @@ def main(argv=None) -> int:
         for m in args.rows:
             x = torch.randn(m, ws["hidden"], device=args.device, dtype=dtype)
             for variant in args.variants:
-                run = cublas_chain(ws, x) if variant == "cublas" else ours_chain(ws, x, variant != "ours-noprefetch")
+                prefetch = variant != "ours-noprefetch"
+                run = cublas_chain(ws, x) if variant == "cublas" else ours_chain(ws, x, prefetch)
                 ms, replay = graph_ms(run, args.device)
                 rec = dict(model=model, rows=m, variant=variant, ms=round(ms, 4), weight_gb=round(nbytes / 1e9, 3),
                            tbps=round(nbytes / (ms * 1e-3) / 1e12, 3))
@@ -158,7 +159,7 @@ def main(argv=None) -> int:
                 if cuda and variant != "cublas":
                     rec["per_linear_us"] = per_linear_us(replay, cfg["num_hidden_layers"])
                     # which loop and tiles each shape got: what a config list pruned for compile time would keep
-                    rec["autotuner_picks"] = autotuner_picks(variant != "ours-noprefetch")
+                    rec["autotuner_picks"] = autotuner_picks(prefetch)
                 records.append(rec)
                 print(rec, flush=True)
         del ws

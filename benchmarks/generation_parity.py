@@ -44,9 +44,10 @@ def run_steps(eager, model, prompt, steps: int, forced=None, cudagraphs=False):
 
     n, b = prompt.shape[1], prompt.shape[0]
     cache = StaticCache(config=model.config, max_cache_len=n + steps + 1)
+    kw = hf_cache_kwargs(eager, cache)
     dev = prompt.device
     with torch.no_grad():
-        logits = eager(input_ids=prompt, **hf_cache_kwargs(eager, cache), cache_position=torch.arange(n, device=dev),
+        logits = eager(input_ids=prompt, **kw, cache_position=torch.arange(n, device=dev),
                        use_cache=True).logits
         tok = logits[:, -1:].argmax(-1)
         toks, all_logits = [], []
@@ -56,7 +57,7 @@ def run_steps(eager, model, prompt, steps: int, forced=None, cudagraphs=False):
             pos = torch.tensor([n + i], device=dev)
             if cudagraphs:
                 torch.compiler.cudagraph_mark_step_begin()
-            logits = model(input_ids=tok, **hf_cache_kwargs(eager, cache), cache_position=pos,
+            logits = model(input_ids=tok, **kw, cache_position=pos,
                            position_ids=pos[None].expand(b, 1), use_cache=True).logits[:, -1].float().clone()
             all_logits.append(logits)
             tok = logits.argmax(-1, keepdim=True)

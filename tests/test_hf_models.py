@@ -142,15 +142,14 @@ def _causal_lm(name, attn="eager"):
 
 def _greedy(model, prompt, steps):
     """Greedy decoding over a StaticCache: (tokens, logits per step)."""
-    cache = transformers.StaticCache(config=model.config, max_cache_len=prompt.shape[1] + steps)
+    kw = hf_cache_kwargs(model, transformers.StaticCache(config=model.config, max_cache_len=prompt.shape[1] + steps))
     n = prompt.shape[1]
     with torch.no_grad():
-        logits = model(input_ids=prompt, **hf_cache_kwargs(model, cache), cache_position=torch.arange(n),
-                       use_cache=True).logits
+        logits = model(input_ids=prompt, **kw, cache_position=torch.arange(n), use_cache=True).logits
         tok, toks, all_logits = logits[:, -1:].argmax(-1), [], []
         for i in range(steps):
             pos = torch.tensor([n + i])
-            logits = model(input_ids=tok, **hf_cache_kwargs(model, cache), cache_position=pos,
+            logits = model(input_ids=tok, **kw, cache_position=pos,
                            position_ids=pos[None].expand(prompt.shape[0], 1), use_cache=True).logits
             all_logits.append(logits)
             tok = logits[:, -1:].argmax(-1)

@@ -100,13 +100,12 @@ def test_real_transformers_llama_decode(always):
     model = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16).eval()
 
     def step(m):
-        cache = transformers.StaticCache(config=cfg, max_cache_len=32)
+        kw = hf_cache_kwargs(model, transformers.StaticCache(config=cfg, max_cache_len=32))
         torch.manual_seed(1)
         with torch.no_grad():
-            model(input_ids=torch.randint(0, 256, (1, 8)), **hf_cache_kwargs(model, cache),
-                  cache_position=torch.arange(8))
+            model(input_ids=torch.randint(0, 256, (1, 8)), **kw, cache_position=torch.arange(8))
             pos = torch.tensor([8])
-            return m(input_ids=torch.randint(0, 256, (1, 1)), **hf_cache_kwargs(model, cache), cache_position=pos,
+            return m(input_ids=torch.randint(0, 256, (1, 1)), **kw, cache_position=pos,
                      position_ids=pos[None], use_cache=True).logits
 
     expected = step(model)
@@ -350,13 +349,13 @@ def _hf_decode_steps(transformers, cfg, model, batch, steps, prompt=8, **backend
     toks = torch.randint(0, cfg.vocab_size, (steps, batch, 1), device=dev)
 
     def run(m):
-        cache = transformers.StaticCache(config=cfg, max_cache_len=prompt + steps + 8)
+        kw = hf_cache_kwargs(model, transformers.StaticCache(config=cfg, max_cache_len=prompt + steps + 8))
         outs = []
         with torch.no_grad():
-            model(input_ids=ids, **hf_cache_kwargs(model, cache), cache_position=torch.arange(prompt, device=dev))
+            model(input_ids=ids, **kw, cache_position=torch.arange(prompt, device=dev))
             for i in range(steps):  # on GPU, CUDA graph trees record on a later call
                 pos = torch.tensor([prompt + i], device=dev)
-                outs.append(m(input_ids=toks[i], **hf_cache_kwargs(model, cache), cache_position=pos,
+                outs.append(m(input_ids=toks[i], **kw, cache_position=pos,
                               position_ids=pos[None].expand(batch, 1), use_cache=True).logits.float().clone())
         return outs
 
