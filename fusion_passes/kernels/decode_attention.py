@@ -66,6 +66,7 @@ if triton is not None:
         BLOCK_DV: tl.constexpr,
         IEEE_F32: tl.constexpr,  # fp32 q/k/v: full-precision dots, not Triton's TF32 default (kernels.ieee_fp32_dot)
     ):  # fmt: skip
+        PRECISION: tl.constexpr = "ieee" if IEEE_F32 else None  # None: Triton's default
         pid = tl.program_id(0)
         split = tl.program_id(1)
         n_splits = tl.num_programs(1)
@@ -89,10 +90,7 @@ if triton is not None:
             n = n0 + tl.arange(0, BLOCK_N)
             n_ok = n < SK
             k = tl.load(k_base + n[:, None] * sk_s + d[None, :], mask=n_ok[:, None] & (d[None, :] < D), other=0.0)
-            if IEEE_F32:
-                s = tl.dot(q, tl.trans(k), input_precision="ieee") * scale
-            else:
-                s = tl.dot(q, tl.trans(k)) * scale  # [BLOCK_M, BLOCK_N] fp32
+            s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale  # [BLOCK_M, BLOCK_N] fp32
             if HAS_MASK:
                 mk = tl.load(MASK + b * sm_b + head[:, None] * sm_h + qpos[:, None] * sm_q + n[None, :] * sm_k,
                              mask=row_ok[:, None] & n_ok[None, :], other=0.0)
@@ -106,10 +104,7 @@ if triton is not None:
             alpha = tl.exp(m_i - m_safe)
             l_i = l_i * alpha + tl.sum(p, axis=1)
             v = tl.load(v_base + n[:, None] * sv_s + dv[None, :], mask=n_ok[:, None] & (dv[None, :] < DV), other=0.0)
-            if IEEE_F32:
-                acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee")
-            else:
-                acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
             m_i = m_new
         part = (pid * n_splits + split) * BLOCK_M + rows  # [BLOCK_M] rows of this (kv head, split)
         tl.store(M_PART + part, m_i)

@@ -129,6 +129,7 @@ if triton is not None:
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
     ):
         T = X.dtype.element_ty
+        PRECISION: tl.constexpr = "ieee" if IEEE_F32 else None  # None: Triton's default (TF32 for fp32)
         pid = tl.program_id(0)
         # which weight this program's columns come from (the grid covers cdiv(N0)+cdiv(N1)+cdiv(N2) blocks)
         PAIR: tl.constexpr = 2 if ROPE else 1  # output columns per program column
@@ -214,14 +215,9 @@ if triton is not None:
                 if TWO:
                     acc_u += u.to(tl.float32) * xr
             else:
-                if IEEE_F32:
-                    acc = tl.dot(x, tl.trans(w), acc, input_precision="ieee")
-                    if TWO:
-                        acc_u = tl.dot(x, tl.trans(u), acc_u, input_precision="ieee")
-                else:
-                    acc = tl.dot(x, tl.trans(w), acc)
-                    if TWO:
-                        acc_u = tl.dot(x, tl.trans(u), acc_u)
+                acc = tl.dot(x, tl.trans(w), acc, input_precision=PRECISION)
+                if TWO:
+                    acc_u = tl.dot(x, tl.trans(u), acc_u, input_precision=PRECISION)
             if PREFETCH:
                 x, w, u = x_nxt, w_nxt, u_nxt
 
