@@ -12,16 +12,21 @@
 (SDPA's top-left alignment). The softmax runs in fp32 with an online (running max) formulation, as SDPA's
 kernels do; a row whose every key is masked with -inf gives NaN, as eager does.
 
-Defined with the low-level Library API (a ``custom_op`` wrapper costs ~50-100 us per call, which matters at
-decode without CUDA graphs); Inductor calls it as an extern kernel. On CUDA it launches the Triton kernel;
-elsewhere it runs the same math in torch (or the kernel in Triton's interpreter when ``TRITON_INTERPRET=1``).
+A ``triton_op``: on CUDA the attention pass traces it into the graph (``graph_utils.insert_traced``), so Inductor
+emits both kernels in its generated code and launches them without calling back into Python; as an extern
+Python op, its two Triton launches cost ~0.1 ms of host time per layer, which a decode step without CUDA graphs
+pays in full. Elsewhere it runs the same math in torch (or the kernels in Triton's interpreter when
+``TRITON_INTERPRET=1``).
 """
 
 from __future__ import annotations
 
 import math
 
+from typing import Optional
+
 import torch
+from torch.library import triton_op, wrap_triton
 
 from . import ieee_fp32_dot, is_interpreted
 
@@ -31,7 +36,8 @@ try:
 except ImportError:  # CPU-only torch without triton
     triton = None
 
-__all__ = ["decode_attention", "reference", "MAX_QUERY", "MAX_ROWS", "MAX_HEAD_DIM", "HAS_TRITON", "INTERPRETED"]
+__all__ = ["decode_attention", "reference", "MAX_QUERY", "MAX_ROWS", "MAX_HEAD_DIM", "HAS_TRITON", "INTERPRETED",
+           "WRITTEN"]
 
 HAS_TRITON = triton is not None
 MAX_QUERY = 16
@@ -39,21 +45,18 @@ MAX_ROWS = 64  # Sq * (H // Hkv): the query rows sharing one KV head, held in on
 MAX_HEAD_DIM = 256
 _TARGET_PROGRAMS = 256  # about two programs per SM of an H100/H200
 _MAX_SPLITS = 64
-
-_lib = torch.library.Library("fusion_passes", "FRAGMENT")
-_lib.define("decode_attention(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale, bool is_causal) -> Tensor")
+WRITTEN = ("M_PART", "L_PART", "ACC_PART", "OUT")  # the kernels' arguments they store to (the rest are read)
 
 
 if triton is not None:
 
     @triton.jit
     def _decode_attention_kernel(
-        Q, K, V, MASK, OUT,
+        Q, K, V, MASK,
         sq_b, sq_h, sq_s,  # q strides (last dim contiguous)
         sk_b, sk_h, sk_s,
         sv_b, sv_h, sv_s,
         sm_b, sm_h, sm_q, sm_k,  # mask strides (0 where it broadcasts)
-        so_b, so_h, so_s,
         H_KV, SQ, SK, D, DV, scale,
         M_PART, L_PART, ACC_PART,  # per-split partial max / sum / output (fp32), combined by _combine_kernel
         CHUNK,  # keys per split (a multiple of BLOCK_N)
@@ -113,12 +116,13 @@ if triton is not None:
 
     @triton.jit
     def _combine_kernel(
-        M_PART, L_PART, ACC_PART, OUT,
+        M_IN, L_IN, ACC_IN, OUT,
         so_b, so_h, so_s,
         H_KV, SQ, DV, N_SPLITS,
         GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_DV: tl.constexpr,
     ):  # fmt: skip
-        """One program per (batch x KV head, query row): rescale the splits' partial results and sum them."""
+        """One program per (batch x KV head, query row): rescale the splits' partial results (the attention
+        kernel's M_PART / L_PART / ACC_PART) and sum them."""
         pid = tl.program_id(0)
         row = tl.program_id(1)
         b = pid // H_KV
@@ -128,11 +132,11 @@ if triton is not None:
         sp_ok = sp < N_SPLITS
         dv = tl.arange(0, BLOCK_DV)
         part = (pid * N_SPLITS + sp) * BLOCK_M + row
-        m = tl.load(M_PART + part, mask=sp_ok, other=float("-inf"))
-        l = tl.load(L_PART + part, mask=sp_ok, other=0.0)
+        m = tl.load(M_IN + part, mask=sp_ok, other=float("-inf"))
+        l = tl.load(L_IN + part, mask=sp_ok, other=0.0)
         m_max = tl.max(m, axis=0)
         w = tl.exp(m - tl.where(m_max == float("-inf"), 0.0, m_max))
-        acc = tl.load(ACC_PART + part[:, None] * BLOCK_DV + dv[None, :], mask=sp_ok[:, None], other=0.0)
+        acc = tl.load(ACC_IN + part[:, None] * BLOCK_DV + dv[None, :], mask=sp_ok[:, None], other=0.0)
         out = tl.sum(acc * w[:, None], axis=0) / tl.sum(l * w, axis=0)
         tl.store(OUT + b * so_b + head * so_h + qpos * so_s + dv, out.to(OUT.dtype.element_ty), mask=dv < DV)
 
@@ -159,13 +163,10 @@ def _use_triton(q: torch.Tensor) -> bool:
     return HAS_TRITON and (q.is_cuda or (INTERPRETED and type(q) is torch.Tensor))
 
 
-def _impl(q, k, v, mask, scale, is_causal):
+def _launch(q, k, v, mask, scale, is_causal, out) -> None:
+    """The two kernels over q [B, H, Sq, D], k/v [B, Hkv, Sk, D|Dv] (last dims contiguous) into ``out``."""
     b, h, sq, dim = q.shape
     h_kv, sk, dv = k.shape[1], k.shape[2], v.shape[3]
-    if not _use_triton(q) or h % h_kv or sq * (h // h_kv) > MAX_ROWS or max(dim, dv) > MAX_HEAD_DIM:
-        return reference(q, k, v, mask, scale, is_causal)
-    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
-    out = torch.empty((b, h, sq, dv), dtype=q.dtype, device=q.device)
     if mask is not None:
         mask = mask.expand(b, h, sq, sk)  # strides 0 where it broadcasts: nothing is copied
         ms = mask.stride()
@@ -184,32 +185,46 @@ def _impl(q, k, v, mask, scale, is_causal):
     m_part = torch.empty(parts, dtype=torch.float32, device=q.device)
     l_part = torch.empty(parts, dtype=torch.float32, device=q.device)
     acc_part = torch.empty((parts, block_dv), dtype=torch.float32, device=q.device)
-    _decode_attention_kernel[(b * h_kv, splits)](
-        q, k, v, mask, out,
+    # the interpreter runs kernels as they are; wrap_triton is for tracing them into Inductor's graph
+    launch = (lambda kernel: kernel) if INTERPRETED and q.device.type != "cuda" else wrap_triton
+    launch(_decode_attention_kernel)[(b * h_kv, splits)](
+        q, k, v, mask,
         q.stride(0), q.stride(1), q.stride(2),
         k.stride(0), k.stride(1), k.stride(2),
         v.stride(0), v.stride(1), v.stride(2),
         *ms,
-        out.stride(0), out.stride(1), out.stride(2),
         h_kv, sq, sk, dim, dv, scale,
         m_part, l_part, acc_part, chunk,
         GROUP=group, HAS_MASK=mask is not None, IS_CAUSAL=is_causal, BLOCK_M=block_m, BLOCK_N=block_n,
         BLOCK_D=max(16, triton.next_power_of_2(dim)), BLOCK_DV=block_dv, IEEE_F32=ieee_fp32_dot(q.dtype),
         num_warps=4, num_stages=2,
     )  # fmt: skip
-    _combine_kernel[(b * h_kv, group * sq)](
+    launch(_combine_kernel)[(b * h_kv, group * sq)](
         m_part, l_part, acc_part, out, out.stride(0), out.stride(1), out.stride(2), h_kv, sq, dv, splits,
         GROUP=group, BLOCK_M=block_m, BLOCK_S=max(2, triton.next_power_of_2(splits)), BLOCK_DV=block_dv,
         num_warps=1,
     )  # fmt: skip
+
+
+_define_op = triton_op if HAS_TRITON else torch.library.custom_op
+
+
+@_define_op("fusion_passes::decode_attention", mutates_args=())
+def decode_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], scale: float, is_causal: bool
+) -> torch.Tensor:
+    """q [B, H, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv], mask additive, broadcastable to [B, H, Sq, Sk]
+    (or None) -> [B, H, Sq, Dv]; see the module doc."""
+    b, h, sq, dim = q.shape
+    h_kv, dv = k.shape[1], v.shape[3]
+    if not _use_triton(q) or h % h_kv or sq * (h // h_kv) > MAX_ROWS or max(dim, dv) > MAX_HEAD_DIM:
+        return reference(q, k, v, mask, scale, is_causal)
+    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+    out = torch.empty((b, h, sq, dv), dtype=q.dtype, device=q.device)
+    _launch(q, k, v, mask, scale, is_causal, out)
     return out
 
 
-def _fake(q, k, v, mask, scale, is_causal):
+@decode_attention.register_fake
+def _(q, k, v, mask, scale, is_causal):
     return q.new_empty((*q.shape[:3], v.shape[-1]))
-
-
-_lib.impl("decode_attention", _impl, "CompositeExplicitAutograd")
-torch.library.register_fake("fusion_passes::decode_attention", _fake, lib=_lib)
-
-decode_attention = torch.ops.fusion_passes.decode_attention.default

@@ -53,6 +53,7 @@ import torch.fx as fx
 import torch.nn.functional as F
 
 from . import env_policy
+from .. import graph_utils
 from ..graph_utils import (
     copy_stack_trace, dtype_of, erase_dead, is_op, known_equal, op_name, same_shape, shape_of, sole_user, tensor_bytes,
     val,
@@ -64,6 +65,8 @@ HOOK = "joint"
 DESCRIPTION = ("eager attention (bmm -> scale -> mask -> softmax -> bmm, incl. repeat_kv GQA) -> one SDPA call; "
                "at q_len <= 16 on CUDA that and SDPA over repeat_kv -> a GQA decode kernel")
 DEPENDS = (decode_kernel,)
+
+_DECODE_OP = torch.ops.fusion_passes.decode_attention.default
 
 DECODE_POLICY_ENV = "FUSION_PASSES_DECODE_ATTENTION"
 DECODE_POLICIES = ("auto", "always")
@@ -660,9 +663,23 @@ def _insert_sdpa(graph: fx.Graph, attn: _Attention) -> list[fx.Node]:
     env = dict(zip(placeholders, inputs))
     with graph.inserting_before(attn.output):
         out = graph.graph_copy(traced.graph, env)
-    inserted = [env[n] for n in traced.graph.nodes if n.op == "call_function"]
-    copy_stack_trace([attn.output, attn.chain[0]], inserted)
     attn.output.replace_all_uses_with(out)
+    inserted = [env[n] for n in traced.graph.nodes if n.op == "call_function"]
+    if val(attn.q).device.type == "cuda":
+        inserted = [m for n in inserted for m in _inline_decode_kernel(graph, n)]
+    copy_stack_trace([attn.output, attn.chain[0]], inserted)
+    return inserted
+
+
+def _inline_decode_kernel(graph: fx.Graph, node: fx.Node) -> list[fx.Node]:
+    """A ``decode_attention`` node on CUDA becomes its two Triton launches, traced in place, so Inductor emits them
+    in its generated code (an extern op would call back into Python on every step); other nodes stay."""
+    if node.target is not _DECODE_OP:
+        return [node]
+    with graph.inserting_before(node):
+        [out], inserted = graph_utils.insert_traced(graph, _DECODE_OP, list(node.args), written=decode_kernel.WRITTEN)
+    node.replace_all_uses_with(out)
+    graph.erase_node(node)
     return inserted
 
 

@@ -87,18 +87,23 @@ def test_decode_gemv_compiles(mode, block_m, prefetch):
         assert len(weight_loads) == 2 * len(re.findall(r"ld\.global\.L1::evict_first\S*", plain["ptx"]))
 
 
+def attention_types(dtype: str) -> dict:
+    """The attention kernel's argument types (no mask), ``dtype`` for q/k/v."""
+    ints = ["sq_b", "sq_h", "sq_s", "sk_b", "sk_h", "sk_s", "sv_b", "sv_h", "sv_s", "sm_b", "sm_h", "sm_q", "sm_k",
+            "H_KV", "SQ", "SK", "D", "DV", "CHUNK"]
+    return {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "scale": "fp32", "M_PART": "*fp32",
+            "L_PART": "*fp32", "ACC_PART": "*fp32", **{n: "i32" for n in ints}}
+
+
 @pytest.mark.parametrize("mask, causal", [(True, False), (False, True)])
 def test_decode_attention_compiles(mask, causal):
-    strides = ["sq_b", "sq_h", "sq_s", "sk_b", "sk_h", "sk_s", "sv_b", "sv_h", "sv_s", "sm_b", "sm_h", "sm_q", "sm_k",
-               "so_b", "so_h", "so_s", "H_KV", "SQ", "SK", "D", "DV", "CHUNK"]
-    types = {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "OUT": "*bf16", "scale": "fp32",
-             "M_PART": "*fp32", "L_PART": "*fp32", "ACC_PART": "*fp32", **{n: "i32" for n in strides}}
+    types = attention_types("bf16")
     if mask:
         types["MASK"] = "*bf16"
     asm = compile_for_hopper(decode_attention._decode_attention_kernel, types, dict(
         GROUP=4, HAS_MASK=mask, IS_CAUSAL=causal, BLOCK_M=16, BLOCK_N=64, BLOCK_D=64, BLOCK_DV=64), num_warps=4)
     assert "cubin" in asm
-    combine = {"M_PART": "*fp32", "L_PART": "*fp32", "ACC_PART": "*fp32", "OUT": "*bf16",
+    combine = {"M_IN": "*fp32", "L_IN": "*fp32", "ACC_IN": "*fp32", "OUT": "*bf16",
                **{n: "i32" for n in ("so_b", "so_h", "so_s", "H_KV", "SQ", "DV", "N_SPLITS")}}
     asm = compile_for_hopper(decode_attention._combine_kernel, combine, dict(GROUP=4, BLOCK_M=16, BLOCK_S=32,
                                                                              BLOCK_DV=64), num_warps=4)
@@ -116,11 +121,7 @@ def test_fp32_dots_use_tf32_only_when_allowed(ieee):
     gemv_ptx = compile_for_hopper(gemv._gemv_kernel, types, dict(
         CONCAT_W=1, HAS_NORM=True, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=True, HAS_RES=False, ROPE=False,
         BLOCK_M=16, BLOCK_N=16, BLOCK_K=64, PREFETCH=False, IEEE_F32=ieee), num_warps=4, num_stages=2)["ptx"]
-    strides = ["sq_b", "sq_h", "sq_s", "sk_b", "sk_h", "sk_s", "sv_b", "sv_h", "sv_s", "sm_b", "sm_h", "sm_q", "sm_k",
-               "so_b", "so_h", "so_s", "H_KV", "SQ", "SK", "D", "DV", "CHUNK"]
-    attn_types = {"Q": "*fp32", "K": "*fp32", "V": "*fp32", "OUT": "*fp32", "scale": "fp32", "M_PART": "*fp32",
-                  "L_PART": "*fp32", "ACC_PART": "*fp32", **{n: "i32" for n in strides}}
-    attn_ptx = compile_for_hopper(decode_attention._decode_attention_kernel, attn_types, dict(
+    attn_ptx = compile_for_hopper(decode_attention._decode_attention_kernel, attention_types("fp32"), dict(
         GROUP=4, HAS_MASK=False, IS_CAUSAL=False, BLOCK_M=16, BLOCK_N=64, BLOCK_D=64, BLOCK_DV=64,
         IEEE_F32=ieee), num_warps=4)["ptx"]
     for ptx in (gemv_ptx, attn_ptx):

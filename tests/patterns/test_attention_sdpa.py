@@ -17,6 +17,7 @@ from torch._inductor.utils import run_and_get_code
 import fusion_passes
 from fusion_passes import zoo
 from fusion_passes.patterns import attention_sdpa
+from fusion_passes.graph_utils import op_name
 from fusion_passes.zoo import hf_cache_kwargs
 from tests.conftest import compile_with_records
 
@@ -599,6 +600,25 @@ def test_gpu_decode_kernel_zoo_llama(mode):
     torch.testing.assert_close(caches[1].k0.float(), caches[0].k0.float(), atol=5e-2, rtol=5e-2)
 
 
+def _decode_on_fake_cuda(fn, *shapes):
+    """Trace ``fn`` on fake bf16 CUDA tensors of ``shapes`` (no GPU needed) and run the attention pass on it."""
+    from torch._inductor.decomposition import select_decomp_table
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from fusion_passes import records
+    from fusion_passes.pass_manager import PassContext
+
+    with FakeTensorMode():
+        args = [torch.empty(s, dtype=torch.bfloat16, device="cuda") for s in shapes]
+        gm = make_fx(fn, select_decomp_table(), tracing_mode="real")(*args)
+        gm.graph.eliminate_dead_code()  # unused dtype casts the decompositions leave (Inductor's graphs have none)
+        rec = records.GraphRecord(graph_id=0, patterns=tuple(PATTERN))
+        attention_sdpa.apply(gm.graph, PassContext(PATTERN[0], "joint", rec, grad_enabled=False))
+    gm.graph.lint()
+    return gm, rec
+
+
 # --------------------------------------------------------------------------------------------- SDPA at decode
 
 
@@ -614,6 +634,48 @@ def sdpa_native_gqa(q, k, v, mask):
 
 def sdpa_causal(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def _repeat_kv_unsqueeze(x, n_rep):
+    """repeat_kv as ``unsqueeze`` (the same ATen graph as HF's ``x[:, :, None]``: fake CUDA tensors on a CPU-only
+    torch cannot be indexed, so the functions below slice with ``narrow`` too)."""
+    b, h, s, d = x.shape
+    return x.unsqueeze(2).expand(b, h, n_rep, s, d).reshape(b, h * n_rep, s, d)
+
+
+def _fake_cuda_decode_attention(kind):
+    def eager(q, k, v, mask):  # llama_attention
+        k, v = _repeat_kv_unsqueeze(k, H // k.shape[1]), _repeat_kv_unsqueeze(v, H // v.shape[1])
+        w = torch.matmul(q, k.transpose(2, 3)) * q.shape[-1] ** -0.5
+        w = F.softmax(w + mask.narrow(-1, 0, k.shape[-2]), dim=-1, dtype=torch.float32).to(q.dtype)
+        return torch.matmul(w, v).transpose(1, 2).contiguous()
+
+    def sdpa(q, k, v, mask):  # sdpa_gqa, as the CUDA build dispatches it (a CPU build decomposes SDPA here)
+        k, v = _repeat_kv_unsqueeze(k, H // k.shape[1]), _repeat_kv_unsqueeze(v, H // v.shape[1])
+        mask = mask.narrow(-1, 0, k.shape[-2]).expand(q.shape[0], H, q.shape[2], k.shape[-2])
+        return torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, mask, False, scale=0.3)[0]
+
+    return eager if kind == "eager" else sdpa
+
+
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_cuda_decode_kernel_is_traced_into_the_graph(attention):
+    """On CUDA (fake tensors here) the decode op becomes its two Triton launches in the graph, so Inductor emits
+    them itself: no extern op calling back into Python each step, and no copy of q, the cache or the mask."""
+    gm, rec = _decode_on_fake_cuda(_fake_cuda_decode_attention(attention), (2, H, 1, D), (2, HKV, 24, D),
+                                   (2, HKV, 24, D), (2, 1, 1, 32))
+    [m] = rec.matches
+    assert m.detail["kernel"].startswith("fusion_passes.decode_attention") and m.detail["gqa"] == "enable_gqa (x2)"
+    targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    kernels = [n for n in gm.graph.nodes if n.target is torch.ops.higher_order.triton_kernel_wrapper_functional]
+    assert len(kernels) == 2 and torch.ops.fusion_passes.decode_attention.default not in targets
+    attn, combine = kernels
+    assert sorted(attn.kwargs["tensors_to_clone"]) == ["ACC_PART", "L_PART", "M_PART"]
+    assert combine.kwargs["tensors_to_clone"] == ["OUT"]
+    kw = attn.kwargs["kwargs"]
+    assert kw["GROUP"] == 2 and kw["HAS_MASK"] and not kw["IS_CAUSAL"] and kw["SK"] == 24
+    gone = {"aten.bmm", "aten._softmax", "aten.amax", "aten.clone", "aten._scaled_dot_product_efficient_attention"}
+    assert not gone & {op_name(n) for n in gm.graph.nodes}
 
 
 def check_sdpa_decode(fn, *args, dtype=torch.float32, grad=False):
