@@ -5,7 +5,9 @@
     python benchmarks/bench_e2e.py --tiny                       # CPU smoke run of the harness (CI)
 
 Variants in one run: ``eager``, ``stock`` (torch.compile, Inductor), ``fusion_passes``, ``fusion_passes+rope`` /
-``fusion_passes+norope`` (decode_gemv's RoPE epilogue forced on / off; it is on by default), each decode variant also ``+cudagraphs`` (``mode="reduce-overhead"``) on GPU. Figures per record: median latency (CUDA events or wall
+``fusion_passes+norope`` (decode_gemv's RoPE epilogue forced on / off; it is on by default),
+``fusion_passes+inline`` (the decode attention kernel traced into Inductor's code), each decode variant also
+``+cudagraphs`` (``mode="reduce-overhead"``) on GPU. Figures per record: median latency (CUDA events or wall
 clock), kernels per step (profiler), peak memory, compile time, max error vs eager, and for decode the fraction
 of the HBM roofline (weight bytes / time / measured copy bandwidth). Prints a table; writes
 ``benchmarks/results/<device>_<torch>.json`` (records are merged by (model, attn, workload, variant)).
@@ -94,28 +96,40 @@ def make_variant(model, variant: str):
         return model
     if base == "stock":
         return torch.compile(model, mode=mode)
-    if base in ("fusion_passes", "fusion_passes+rope", "fusion_passes+norope"):  # see variant_env
+    name, *policies = base.split("+")
+    if name == "fusion_passes" and all(p in variant_policies() for p in policies):  # see variant_env
         return torch.compile(model, backend=fusion_passes.backend(mode=mode))
     raise ValueError(f"unknown variant {variant!r}")
 
 
+def variant_policies() -> dict[str, tuple[str, str]]:
+    """Variant suffixes of ours that force one family policy: suffix -> (environment variable, value)."""
+    from fusion_passes.patterns import attention_sdpa, decode_gemv
+
+    return {
+        "rope": (decode_gemv.ROPE_POLICY_ENV, "on"),  # RoPE folded into the q/k GEMV (the default)
+        "norope": (decode_gemv.ROPE_POLICY_ENV, "off"),
+        "inline": (attention_sdpa.INLINE_POLICY_ENV, "on"),  # decode attention traced into Inductor's code
+    }
+
+
 @contextlib.contextmanager
 def variant_env(variant: str):
-    """``fusion_passes+rope`` / ``fusion_passes+norope``: ours with RoPE folded into the q/k GEMV forced on / off
-    (a policy the passes read while they compile, so it is set for the variant's whole measurement); other
-    variants run with the environment as it is (RoPE folding is on by default)."""
-    from fusion_passes.patterns import decode_gemv
-
-    old = os.environ.get(decode_gemv.ROPE_POLICY_ENV)
-    if "+rope" in variant or "+norope" in variant:
-        os.environ[decode_gemv.ROPE_POLICY_ENV] = "on" if "+rope" in variant else "off"
+    """``fusion_passes+<suffix>``: ours with the policies of ``variant_policies`` forced (the passes read them while
+    they compile, so they are set for the variant's whole measurement); other variants run with the environment
+    as it is."""
+    policies = variant_policies()
+    forced = dict(policies[p] for p in variant.removesuffix("+cudagraphs").split("+")[1:] if p in policies)
+    old = {env: os.environ.get(env) for env in forced}
+    os.environ.update(forced)
     try:
         yield
     finally:
-        if old is None:
-            os.environ.pop(decode_gemv.ROPE_POLICY_ENV, None)
-        else:
-            os.environ[decode_gemv.ROPE_POLICY_ENV] = old
+        for env, value in old.items():
+            if value is None:
+                os.environ.pop(env, None)
+            else:
+                os.environ[env] = value
 
 
 def count_kernels(fn, device: str) -> int | None:

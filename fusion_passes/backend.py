@@ -10,7 +10,9 @@ patches only while it compiles, so global config is left exactly as it was.
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
 from typing import Any, Sequence
 
 import torch
@@ -73,16 +75,40 @@ class FusionBackend:
         rec.errors.extend(PassError(n, rec.graph_id, f"failed to load: {e}") for n, e in self.load_errors.items())
         kernels_before = metrics.generated_kernel_count
         start = time.perf_counter()
+        fell_back = False
         try:
             with records.active(rec):
                 compiled = compile_fx(gm, example_inputs, config_patches=self.config_patches(grad_enabled))
+        except Exception as e:
+            if (not rec.matches or isinstance(e, torch._dynamo.exc.RestartAnalysis)
+                    or os.environ.get("FUSION_PASSES_RAISE") == "1"):
+                records.discard(rec)  # Dynamo's restart-analysis signals: the graph will come again
+                raise
+            compiled = self._compile_unrewritten(gm, example_inputs, rec, e)
+            fell_back = True
         except BaseException:
-            records.discard(rec)  # e.g. Dynamo's restart-analysis signals: the graph will come again
+            records.discard(rec)
             raise
         rec.compile_s = time.perf_counter() - start
-        if rec.passes_ran or not self.patterns:
+        if rec.passes_ran or fell_back or not self.patterns:
             rec.kernels = metrics.generated_kernel_count - kernels_before
         return compiled
+
+    def _compile_unrewritten(self, gm, example_inputs, rec: records.GraphRecord, error: Exception):
+        """Inductor failed on a graph our rewrites changed (e.g. it could not compile one of our kernels): compile
+        the graph as stock Inductor would, warn, and leave the record saying so (no rewrite is in the code)."""
+        from torch._inductor.compile_fx import compile_fx
+
+        fired = sorted({m.pattern for m in rec.matches})
+        reason = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
+        message = (f"Inductor failed to compile graph {rec.graph_id} after {', '.join(fired)} rewrote it ({reason}); "
+                   "compiled it without fusion passes")
+        warnings.warn(f"fusion_passes: {message}", stacklevel=3)
+        rec.matches.clear()
+        rec.stages.clear()
+        rec.near_misses.clear()
+        rec.errors.extend(PassError(name, rec.graph_id, message) for name in fired)
+        return compile_fx(gm, example_inputs, config_patches=self._inductor_options())
 
     def compile(self, model, **kwargs):
         """``torch.compile(model, backend=self, dynamic=self.dynamic, **kwargs)``."""

@@ -14,12 +14,12 @@ import fusion_passes
 from fusion_passes.pass_manager import FusionGraphPass
 from fusion_passes.patterns import register_pattern, unregister_pattern
 from tests.conftest import compile_with_records
-from tests.toy_patterns import ToyBroken, ToyMul2ToAdd
+from tests.toy_patterns import ToyBroken, ToyMul2ToAdd, ToyUncompilable
 
 
 @pytest.fixture
 def toys():
-    names = [register_pattern(ToyMul2ToAdd), register_pattern(ToyBroken)]
+    names = [register_pattern(ToyMul2ToAdd), register_pattern(ToyBroken), register_pattern(ToyUncompilable)]
     yield names
     for n in names:
         unregister_pattern(n)
@@ -163,6 +163,24 @@ def test_raising_family_falls_back_warns_and_records(toys, monkeypatch):
     (err,) = rec.errors
     assert err.pattern == "toy_broken" and "toy failure" in err.error
     assert [m.pattern for m in rec.matches] == ["toy_mul2_to_add"]  # the broken family's match was dropped
+
+
+def test_inductor_failing_on_a_rewritten_graph_compiles_it_without_our_passes(toys, monkeypatch):
+    """A rewrite Inductor then cannot compile (on the GPU: one of our kernels failing to build) must not break the
+    user's compile: the graph is compiled as stock Inductor would, with a warning, and the record says so."""
+    monkeypatch.delenv("FUSION_PASSES_RAISE", raising=False)
+    x = torch.randn(8)
+    with pytest.warns(UserWarning, match="Inductor failed to compile graph .* after toy_uncompilable rewrote it"):
+        out, (rec,) = compile_with_records(f, x, patterns=["toy_uncompilable"])
+    torch.testing.assert_close(out, f(x))
+    (err,) = rec.errors
+    assert err.pattern == "toy_uncompilable" and "compiled it without fusion passes" in err.error
+    assert rec.matches == [] and rec.stages == [] and rec.kernels is not None
+
+
+def test_inductor_failure_raises_under_fusion_passes_raise(toys):
+    with pytest.raises(Exception, match="_times_two"):
+        compile_with_records(f, torch.randn(8), patterns=["toy_uncompilable"])
 
 
 @pytest.mark.parametrize("kwargs, needle", [

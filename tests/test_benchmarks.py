@@ -124,6 +124,18 @@ def test_rope_variant_sets_the_policy_only_while_it_runs(monkeypatch):
     assert decode_gemv.rope_policy() == "off"
 
 
+def test_inline_variant_combines_with_rope_and_unknown_suffixes_are_refused(monkeypatch):
+    from fusion_passes.patterns import attention_sdpa, decode_gemv
+
+    monkeypatch.delenv(attention_sdpa.INLINE_POLICY_ENV, raising=False)
+    monkeypatch.delenv(decode_gemv.ROPE_POLICY_ENV, raising=False)
+    with bench_e2e.variant_env("fusion_passes+inline+norope"):
+        assert attention_sdpa.inline_policy() == "on" and decode_gemv.rope_policy() == "off"
+    assert attention_sdpa.inline_policy() == "off" and decode_gemv.rope_policy() == "on"
+    with pytest.raises(ValueError, match="unknown variant 'fusion_passes\\+inlined'"):
+        bench_e2e.make_variant(torch.nn.Linear(2, 2), "fusion_passes+inlined")
+
+
 def test_save_records_merges_and_never_truncates_on_failure(tmp_path, monkeypatch):
     import common
 

@@ -2,6 +2,7 @@
 
 toy_mul2_to_add (post_grad):  y = mul(x, 2)          ->  y = add(x, x)
 toy_broken      (post_grad):  rewrites the first mul, then raises (the manager must roll it back)
+toy_uncompilable (post_grad): y = mul(x, 2)          ->  y = _times_two(x), a call Inductor cannot lower
 """
 
 import torch
@@ -47,3 +48,24 @@ class ToyBroken:
                 ctx.matched([node], [new])
                 break
         raise RuntimeError("toy failure after a partial rewrite")
+
+
+def _times_two(x):
+    return x * 2
+
+
+class ToyUncompilable:
+    NAME = "toy_uncompilable"
+    HOOK = "post_grad"
+    DESCRIPTION = "a correct rewrite Inductor then fails to compile (test only)"
+
+    @staticmethod
+    def apply(graph, ctx):
+        for node in list(graph.nodes):
+            if node.target is aten.mul.Tensor and len(node.args) == 2 and node.args[1] == 2:
+                with graph.inserting_before(node):
+                    new = graph.call_function(_times_two, (node.args[0],))
+                new.meta.update(node.meta)
+                node.replace_all_uses_with(new)
+                graph.erase_node(node)
+                ctx.matched([node], [new])

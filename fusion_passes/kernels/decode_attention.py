@@ -12,11 +12,13 @@
 (SDPA's top-left alignment). The softmax runs in fp32 with an online (running max) formulation, as SDPA's
 kernels do; a row whose every key is masked with -inf gives NaN, as eager does.
 
-A ``triton_op``: on CUDA the attention pass traces it into the graph (``graph_utils.insert_traced``), so Inductor
-emits both kernels in its generated code and launches them without calling back into Python; as an extern
-Python op, its two Triton launches cost ~0.1 ms of host time per layer, which a decode step without CUDA graphs
-pays in full. Elsewhere it runs the same math in torch (or the kernels in Triton's interpreter when
-``TRITON_INTERPRET=1``).
+Two ops with one body. ``decode_attention`` (the low-level Library API: a ``custom_op`` wrapper would add ~50-100 us
+per call) is what the attention pass inserts; Inductor calls it as an extern kernel, which launches the two
+Triton kernels from Python on every step. ``decode_attention_inline`` is a ``triton_op``: with
+``FUSION_PASSES_DECODE_ATTENTION_INLINE=on`` the pass traces it into the graph on CUDA, so Inductor emits both
+kernels in its generated code and no Python runs per step (host time that a decode step without CUDA graphs
+pays in full). It is opt-in until it has run on a GPU. Off CUDA the math runs in torch (or the kernels in
+Triton's interpreter when ``TRITON_INTERPRET=1``).
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ try:
 except ImportError:  # CPU-only torch without triton
     triton = None
 
-__all__ = ["decode_attention", "reference", "MAX_QUERY", "MAX_ROWS", "MAX_HEAD_DIM", "HAS_TRITON", "INTERPRETED",
-           "WRITTEN"]
+__all__ = ["decode_attention", "decode_attention_inline", "reference", "MAX_QUERY", "MAX_ROWS", "MAX_HEAD_DIM",
+           "HAS_TRITON", "INTERPRETED", "WRITTEN"]
 
 HAS_TRITON = triton is not None
 MAX_QUERY = 16
@@ -46,6 +48,9 @@ MAX_HEAD_DIM = 256
 _TARGET_PROGRAMS = 256  # about two programs per SM of an H100/H200
 _MAX_SPLITS = 64
 WRITTEN = ("M_PART", "L_PART", "ACC_PART", "OUT")  # the kernels' arguments they store to (the rest are read)
+
+_lib = torch.library.Library("fusion_passes", "FRAGMENT")
+_lib.define("decode_attention(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale, bool is_causal) -> Tensor")
 
 
 if triton is not None:
@@ -70,6 +75,7 @@ if triton is not None:
         IEEE_F32: tl.constexpr,  # fp32 q/k/v: full-precision dots, not Triton's TF32 default (kernels.ieee_fp32_dot)
     ):  # fmt: skip
         PRECISION: tl.constexpr = "ieee" if IEEE_F32 else None  # None: Triton's default
+        scale = tl.full([], scale, tl.float32)  # Inductor passes a Python float as fp64: keep the softmax in fp32
         pid = tl.program_id(0)
         split = tl.program_id(1)
         n_splits = tl.num_programs(1)
@@ -163,8 +169,9 @@ def _use_triton(q: torch.Tensor) -> bool:
     return HAS_TRITON and (q.is_cuda or (INTERPRETED and type(q) is torch.Tensor))
 
 
-def _launch(q, k, v, mask, scale, is_causal, out) -> None:
-    """The two kernels over q [B, H, Sq, D], k/v [B, Hkv, Sk, D|Dv] (last dims contiguous) into ``out``."""
+def _launch(q, k, v, mask, scale, is_causal, out, traced: bool) -> None:
+    """The two kernels over q [B, H, Sq, D], k/v [B, Hkv, Sk, D|Dv] (last dims contiguous) into ``out``;
+    ``traced``: through ``wrap_triton``, so that tracing puts the kernels themselves into the graph."""
     b, h, sq, dim = q.shape
     h_kv, sk, dv = k.shape[1], k.shape[2], v.shape[3]
     if mask is not None:
@@ -185,8 +192,7 @@ def _launch(q, k, v, mask, scale, is_causal, out) -> None:
     m_part = torch.empty(parts, dtype=torch.float32, device=q.device)
     l_part = torch.empty(parts, dtype=torch.float32, device=q.device)
     acc_part = torch.empty((parts, block_dv), dtype=torch.float32, device=q.device)
-    # the interpreter runs kernels as they are; wrap_triton is for tracing them into Inductor's graph
-    launch = (lambda kernel: kernel) if INTERPRETED and q.device.type != "cuda" else wrap_triton
+    launch = wrap_triton if traced and q.device.type == "cuda" else (lambda kernel: kernel)
     launch(_decode_attention_kernel)[(b * h_kv, splits)](
         q, k, v, mask,
         q.stride(0), q.stride(1), q.stride(2),
@@ -206,25 +212,40 @@ def _launch(q, k, v, mask, scale, is_causal, out) -> None:
     )  # fmt: skip
 
 
-_define_op = triton_op if HAS_TRITON else torch.library.custom_op
-
-
-@_define_op("fusion_passes::decode_attention", mutates_args=())
-def decode_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], scale: float, is_causal: bool
-) -> torch.Tensor:
-    """q [B, H, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv], mask additive, broadcastable to [B, H, Sq, Sk]
-    (or None) -> [B, H, Sq, Dv]; see the module doc."""
+def _attention(q, k, v, mask, scale, is_causal, traced: bool) -> torch.Tensor:
     b, h, sq, dim = q.shape
     h_kv, dv = k.shape[1], v.shape[3]
     if not _use_triton(q) or h % h_kv or sq * (h // h_kv) > MAX_ROWS or max(dim, dv) > MAX_HEAD_DIM:
         return reference(q, k, v, mask, scale, is_causal)
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
     out = torch.empty((b, h, sq, dv), dtype=q.dtype, device=q.device)
-    _launch(q, k, v, mask, scale, is_causal, out)
+    _launch(q, k, v, mask, scale, is_causal, out, traced)
     return out
 
 
-@decode_attention.register_fake
-def _(q, k, v, mask, scale, is_causal):
+def _impl(q, k, v, mask, scale, is_causal):
+    return _attention(q, k, v, mask, scale, is_causal, traced=False)
+
+
+def _fake(q, k, v, mask, scale, is_causal):
     return q.new_empty((*q.shape[:3], v.shape[-1]))
+
+
+_lib.impl("decode_attention", _impl, "CompositeExplicitAutograd")
+torch.library.register_fake("fusion_passes::decode_attention", _fake, lib=_lib)
+
+decode_attention = torch.ops.fusion_passes.decode_attention.default
+decode_attention_inline = None
+
+if HAS_TRITON:
+
+    @triton_op("fusion_passes::decode_attention_inline", mutates_args=())
+    def decode_attention_inline(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], scale: float,
+        is_causal: bool,
+    ) -> torch.Tensor:
+        """``decode_attention`` traceable into Inductor's graph: q [B, H, Sq, D], k [B, Hkv, Sk, D],
+        v [B, Hkv, Sk, Dv], mask additive, broadcastable to [B, H, Sq, Sk] (or None) -> [B, H, Sq, Dv]."""
+        return _attention(q, k, v, mask, scale, is_causal, traced=True)
+
+    decode_attention_inline.register_fake(_fake)

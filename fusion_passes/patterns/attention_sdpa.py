@@ -70,6 +70,8 @@ _DECODE_OP = torch.ops.fusion_passes.decode_attention.default
 
 DECODE_POLICY_ENV = "FUSION_PASSES_DECODE_ATTENTION"
 DECODE_POLICIES = ("auto", "always")
+INLINE_POLICY_ENV = "FUSION_PASSES_DECODE_ATTENTION_INLINE"
+INLINE_POLICIES = ("off", "on")
 
 
 def decode_policy() -> str:
@@ -78,8 +80,14 @@ def decode_policy() -> str:
     return env_policy(DECODE_POLICY_ENV, DECODE_POLICIES)
 
 
+def inline_policy() -> str:
+    """"off": the decode kernel runs as an extern op (its Triton launches from Python each step); "on": on CUDA
+    it is traced into the graph and Inductor emits the kernels (no Python per step; not yet run on a GPU)."""
+    return env_policy(INLINE_POLICY_ENV, INLINE_POLICIES)
+
+
 def cache_key() -> str:
-    return decode_policy()
+    return f"{decode_policy()},{inline_policy()}"
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -665,7 +673,7 @@ def _insert_sdpa(graph: fx.Graph, attn: _Attention) -> list[fx.Node]:
         out = graph.graph_copy(traced.graph, env)
     attn.output.replace_all_uses_with(out)
     inserted = [env[n] for n in traced.graph.nodes if n.op == "call_function"]
-    if val(attn.q).device.type == "cuda":
+    if val(attn.q).device.type == "cuda" and inline_policy() == "on":
         inserted = [m for n in inserted for m in _inline_decode_kernel(graph, n)]
     copy_stack_trace([attn.output, attn.chain[0]], inserted)
     return inserted
@@ -677,7 +685,8 @@ def _inline_decode_kernel(graph: fx.Graph, node: fx.Node) -> list[fx.Node]:
     if node.target is not _DECODE_OP:
         return [node]
     with graph.inserting_before(node):
-        [out], inserted = graph_utils.insert_traced(graph, _DECODE_OP, list(node.args), written=decode_kernel.WRITTEN)
+        [out], inserted = graph_utils.insert_traced(graph, torch.ops.fusion_passes.decode_attention_inline.default,
+                                                    list(node.args), written=decode_kernel.WRITTEN)
     node.replace_all_uses_with(out)
     graph.erase_node(node)
     return inserted

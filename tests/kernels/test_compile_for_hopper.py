@@ -87,17 +87,18 @@ def test_decode_gemv_compiles(mode, block_m, prefetch):
         assert len(weight_loads) == 2 * len(re.findall(r"ld\.global\.L1::evict_first\S*", plain["ptx"]))
 
 
-def attention_types(dtype: str) -> dict:
-    """The attention kernel's argument types (no mask), ``dtype`` for q/k/v."""
+def attention_types(dtype: str, scale: str = "fp32") -> dict:
+    """The attention kernel's argument types (no mask), ``dtype`` for q/k/v; ``scale``: how the launcher passes
+    the Python float (Triton's own launcher: fp32; Inductor's generated code: fp64)."""
     ints = ["sq_b", "sq_h", "sq_s", "sk_b", "sk_h", "sk_s", "sv_b", "sv_h", "sv_s", "sm_b", "sm_h", "sm_q", "sm_k",
             "H_KV", "SQ", "SK", "D", "DV", "CHUNK"]
-    return {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "scale": "fp32", "M_PART": "*fp32",
+    return {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "scale": scale, "M_PART": "*fp32",
             "L_PART": "*fp32", "ACC_PART": "*fp32", **{n: "i32" for n in ints}}
 
 
-@pytest.mark.parametrize("mask, causal", [(True, False), (False, True)])
-def test_decode_attention_compiles(mask, causal):
-    types = attention_types("bf16")
+@pytest.mark.parametrize("mask, causal, scale", [(True, False, "fp32"), (False, True, "fp32"), (True, False, "fp64")])
+def test_decode_attention_compiles(mask, causal, scale):
+    types = attention_types("bf16", scale)
     if mask:
         types["MASK"] = "*bf16"
     asm = compile_for_hopper(decode_attention._decode_attention_kernel, types, dict(
