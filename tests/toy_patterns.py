@@ -10,6 +10,23 @@ import torch
 aten = torch.ops.aten
 
 
+def _rewrite_mul2(graph, ctx, replacement):
+    """Each ``mul(x, 2)`` -> the node ``replacement(graph, x)`` inserts; other muls are near misses."""
+    for node in list(graph.nodes):
+        if node.target is aten.mul.Tensor and len(node.args) == 2 and node.args[1] == 2:
+            if not isinstance(node.args[0], torch.fx.Node):
+                ctx.near_miss(node, "first operand is not a tensor")
+                continue
+            with graph.inserting_before(node):
+                new = replacement(graph, node.args[0])
+            new.meta.update(node.meta)
+            node.replace_all_uses_with(new)
+            graph.erase_node(node)
+            ctx.matched([node], [new])
+        elif node.target is aten.mul.Tensor:
+            ctx.near_miss(node, "multiplier is not the constant 2")
+
+
 class ToyMul2ToAdd:
     NAME = "toy_mul2_to_add"
     HOOK = "post_grad"
@@ -17,19 +34,7 @@ class ToyMul2ToAdd:
 
     @staticmethod
     def apply(graph, ctx):
-        for node in list(graph.nodes):
-            if node.target is aten.mul.Tensor and len(node.args) == 2 and node.args[1] == 2:
-                if not isinstance(node.args[0], torch.fx.Node):
-                    ctx.near_miss(node, "first operand is not a tensor")
-                    continue
-                with graph.inserting_before(node):
-                    new = graph.call_function(aten.add.Tensor, (node.args[0], node.args[0]))
-                new.meta.update(node.meta)
-                node.replace_all_uses_with(new)
-                graph.erase_node(node)
-                ctx.matched([node], [new])
-            elif node.target is aten.mul.Tensor:
-                ctx.near_miss(node, "multiplier is not the constant 2")
+        _rewrite_mul2(graph, ctx, lambda g, x: g.call_function(aten.add.Tensor, (x, x)))
 
 
 class ToyBroken:
@@ -61,11 +66,4 @@ class ToyUncompilable:
 
     @staticmethod
     def apply(graph, ctx):
-        for node in list(graph.nodes):
-            if node.target is aten.mul.Tensor and len(node.args) == 2 and node.args[1] == 2:
-                with graph.inserting_before(node):
-                    new = graph.call_function(_times_two, (node.args[0],))
-                new.meta.update(node.meta)
-                node.replace_all_uses_with(new)
-                graph.erase_node(node)
-                ctx.matched([node], [new])
+        _rewrite_mul2(graph, ctx, lambda g, x: g.call_function(_times_two, (x,)))
