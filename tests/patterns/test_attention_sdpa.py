@@ -688,6 +688,11 @@ def test_cuda_decode_kernel_is_traced_into_the_graph(attention, monkeypatch):
     assert kw["GROUP"] == 2 and kw["HAS_MASK"] and not kw["IS_CAUSAL"] and kw["SK"] == 24
     gone = {"aten.bmm", "aten._softmax", "aten.amax", "aten.clone", "aten._scaled_dot_product_efficient_attention"}
     assert not gone & {op_name(n) for n in gm.graph.nodes}
+    # Inductor's reinplacing then writes the kernels' outputs into their fresh buffers: no copy at all
+    from torch._inductor.fx_passes.reinplace import reinplace_inplaceable_ops_core
+
+    reinplace_inplaceable_ops_core(gm.graph)
+    assert [k.kwargs["tensors_to_clone"] for k in kernels] == [[], []]
 
 
 def check_sdpa_decode(fn, *args, dtype=torch.float32, grad=False):
