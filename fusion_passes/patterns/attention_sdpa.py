@@ -22,6 +22,8 @@ already in the graph (HF's default ``sdpa`` attention), whose K/V are then taken
     out  = scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=c, scale=s)
     # fused
     out  = fusion_passes.decode_attention(q, k_cache, v_cache, mask, s or 1/sqrt(D), c)
+    # an extern op; with FUSION_PASSES_DECODE_ATTENTION_INLINE=on its two Triton launches are traced into the
+    # graph instead, so Inductor emits them (no Python per step without CUDA graphs; not yet run on a GPU)
 
 How it matches: from every ``bmm`` it walks forward along the single-user chain (scores -> scale -> mask ->
 softmax -> casts -> bmm with V) and backward from the two bmm operands through the views matmul adds, so
