@@ -18,8 +18,8 @@
 #   bash benchmarks/run_gpu.sh decode_nocg  # llama-1b and -8b decode without CUDA graphs: stock vs ours
 #   bash benchmarks/run_gpu.sh prefill8b_rest sdpa|eager  # llama-8b prefill 512/2048 at batch 1 and 8
 #   bash benchmarks/run_gpu.sh decode_nocg8b eager|sdpa   # llama-8b decode without CUDA graphs, one attention
-#   bash benchmarks/run_gpu.sh inline    # the decode attention kernel traced into Inductor's code: GPU tests, then
-#                                        # decode without CUDA graphs, 1B and 8B, extern vs inline
+#   bash benchmarks/run_gpu.sh inline_tests  # the decode attention kernel traced into Inductor's code: GPU tests
+#   bash benchmarks/run_gpu.sh inline        # ... and decode, 1B and 8B: extern vs inline, with and without graphs
 # On a machine with two GPUs, two parts can run at once: CUDA_VISIBLE_DEVICES=1 bash benchmarks/run_gpu.sh ...
 # Results land in $OUT (the device tool brings them back) and are then copied to benchmarks/results/.
 set -uo pipefail
@@ -86,10 +86,13 @@ case "${1:-}" in
     python3 benchmarks/bench_e2e.py --model llama-8b --attn "${2:-eager}" --workloads decode-1024 \
       --variants stock fusion_passes --budget-s 250 --out "$OUT/e2e_decode_nocg_8b_${2:-eager}.json" 2>&1 \
       | grep -v Warning | tail -6 ;;
-  inline)
+  inline_tests)
     FUSION_PASSES_DECODE_ATTENTION_INLINE=on python3 -m pytest -m gpu -q -p no:cacheprovider \
       tests/patterns/test_attention_sdpa.py tests/patterns/test_decode_gemv.py tests/test_hf_models.py 2>&1 \
       | tee "$OUT/gpu_tests_inline.log" | tail -6
+    python3 -m pytest -q -p no:cacheprovider tests/kernels/test_decode_attention_kernel.py 2>&1 \
+      | tee -a "$OUT/gpu_tests_inline.log" | tail -3 ;;
+  inline)
     for model in llama-1b llama-8b; do
       python3 benchmarks/bench_e2e.py --model $model --attn eager sdpa --workloads decode-1024 \
         --variants stock fusion_passes fusion_passes+inline fusion_passes+inline+cudagraphs --budget-s 200 \
@@ -99,6 +102,6 @@ case "${1:-}" in
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -12 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline" >&2
+  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline" >&2
      exit 2 ;;
 esac

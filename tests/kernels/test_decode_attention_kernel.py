@@ -57,3 +57,17 @@ def test_mask_as_a_strided_slice_of_a_longer_mask():
     m = full[..., :24]
     got = torch.ops.fusion_passes.decode_attention(q, k, v, m, 0.25, False)
     torch.testing.assert_close(got, kernel.reference(q, k, v, m.contiguous(), 0.25, False), atol=1e-4, rtol=1e-4)
+
+
+@kernel_test
+@pytest.mark.skipif(not kernel.HAS_TRITON, reason="the traceable twin exists only with triton")
+def test_inline_op_runs_the_same_kernels():
+    """Called directly, the traceable twin (``decode_attention_inline``) launches the same kernels: equal results."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 8, 1, 32, device=DEVICE), torch.randn(1, 2, 40, 32, device=DEVICE), torch.randn(
+        1, 2, 40, 32, device=DEVICE)
+    m = torch.randn(1, 1, 1, 40, device=DEVICE)
+    extern = torch.ops.fusion_passes.decode_attention(q, k, v, m, 0.2, False)
+    inline = torch.ops.fusion_passes.decode_attention_inline(q, k, v, m, 0.2, False)
+    torch.testing.assert_close(inline, extern, atol=0, rtol=0)
+    torch.testing.assert_close(inline, kernel.reference(q, k, v, m, 0.2, False), atol=1e-4, rtol=1e-4)
