@@ -96,30 +96,37 @@ def make_variant(model, variant: str):
         return model
     if base == "stock":
         return torch.compile(model, mode=mode)
-    name, *policies = base.split("+")
-    if name == "fusion_passes" and all(p in variant_policies() for p in policies):  # see variant_env
+    if base.split("+")[0] == "fusion_passes":
+        forced_policies(variant)  # an unknown suffix raises here, before a compile
         return torch.compile(model, backend=fusion_passes.backend(mode=mode))
     raise ValueError(f"unknown variant {variant!r}")
 
 
-def variant_policies() -> dict[str, tuple[str, str]]:
-    """Variant suffixes of ours that force one family policy: suffix -> (environment variable, value)."""
+def forced_policies(variant: str) -> dict[str, str]:
+    """The family policies a ``fusion_passes+<suffix>...`` variant forces: environment variable -> value
+    (none for other variants); an unknown suffix is a ValueError."""
     from fusion_passes.patterns import attention_sdpa, decode_gemv
 
-    return {
+    suffixes = {
         "rope": (decode_gemv.ROPE_POLICY_ENV, "on"),  # RoPE folded into the q/k GEMV (the default)
         "norope": (decode_gemv.ROPE_POLICY_ENV, "off"),
         "inline": (attention_sdpa.INLINE_POLICY_ENV, "on"),  # decode attention traced into Inductor's code
     }
+    name, *parts = variant.removesuffix("+cudagraphs").split("+")
+    if name != "fusion_passes":
+        return {}
+    unknown = [p for p in parts if p not in suffixes]
+    if unknown:
+        raise ValueError(f"unknown variant {variant!r}: no suffix {', '.join(unknown)} (known: {', '.join(suffixes)})")
+    return dict(suffixes[p] for p in parts)
 
 
 @contextlib.contextmanager
 def variant_env(variant: str):
-    """``fusion_passes+<suffix>``: ours with the policies of ``variant_policies`` forced (the passes read them while
+    """``fusion_passes+<suffix>``: ours with the policies of ``forced_policies`` set (the passes read them while
     they compile, so they are set for the variant's whole measurement); other variants run with the environment
     as it is."""
-    policies = variant_policies()
-    forced = dict(policies[p] for p in variant.removesuffix("+cudagraphs").split("+")[1:] if p in policies)
+    forced = forced_policies(variant)
     old = {env: os.environ.get(env) for env in forced}
     os.environ.update(forced)
     try:

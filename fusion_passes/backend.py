@@ -100,7 +100,7 @@ class FusionBackend:
         from torch._inductor.compile_fx import compile_fx
 
         fired = sorted({m.pattern for m in rec.matches})
-        reason = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
+        reason = f"{type(error).__name__}: {next(iter(str(error).strip().splitlines()), '')}"
         message = (f"Inductor failed to compile graph {rec.graph_id} after {', '.join(fired)} rewrote it ({reason}); "
                    "compiled it without fusion passes")
         warnings.warn(f"fusion_passes: {message}", stacklevel=3)

@@ -35,6 +35,26 @@ def compile_with_records(fn, *args, patterns=None, exclude=(), grad=False, dynam
     return out, recs
 
 
+def apply_on_fake_cuda(family, fn, *shapes, dtype=torch.bfloat16):
+    """Trace ``fn`` on fake CUDA tensors of ``shapes`` (no GPU needed: how the CUDA rewrites are tested on CPU),
+    run ``family``'s pass on the ATen graph with autograd off; return (GraphModule, GraphRecord)."""
+    from torch._inductor.decomposition import select_decomp_table
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from fusion_passes import records
+    from fusion_passes.pass_manager import PassContext
+
+    with FakeTensorMode():
+        args = [torch.empty(s, dtype=dtype, device="cuda") for s in shapes]
+        gm = make_fx(fn, select_decomp_table(), tracing_mode="real")(*args)
+        gm.graph.eliminate_dead_code()  # unused dtype casts the decompositions leave (Inductor's graphs have none)
+        rec = records.GraphRecord(graph_id=0, patterns=(family.NAME,))
+        family.apply(gm.graph, PassContext(family.NAME, family.HOOK, rec, grad_enabled=False))
+    gm.graph.lint()
+    return gm, rec
+
+
 @pytest.fixture
 def compile_records():
     return compile_with_records

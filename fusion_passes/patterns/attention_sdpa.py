@@ -68,8 +68,6 @@ DESCRIPTION = ("eager attention (bmm -> scale -> mask -> softmax -> bmm, incl. r
                "at q_len <= 16 on CUDA that and SDPA over repeat_kv -> a GQA decode kernel")
 DEPENDS = (decode_kernel,)
 
-_DECODE_OP = torch.ops.fusion_passes.decode_attention.default
-
 DECODE_POLICY_ENV = "FUSION_PASSES_DECODE_ATTENTION"
 DECODE_POLICIES = ("auto", "always")
 INLINE_POLICY_ENV = "FUSION_PASSES_DECODE_ATTENTION_INLINE"
@@ -684,11 +682,11 @@ def _insert_sdpa(graph: fx.Graph, attn: _Attention) -> list[fx.Node]:
 def _inline_decode_kernel(graph: fx.Graph, node: fx.Node) -> list[fx.Node]:
     """A ``decode_attention`` node on CUDA becomes its two Triton launches, traced in place, so Inductor emits them
     in its generated code (an extern op would call back into Python on every step); other nodes stay."""
-    if node.target is not _DECODE_OP:
+    if node.target is not decode_kernel.decode_attention:
         return [node]
     with graph.inserting_before(node):
-        [out], inserted = graph_utils.insert_traced(graph, torch.ops.fusion_passes.decode_attention_inline.default,
-                                                    list(node.args), written=decode_kernel.WRITTEN)
+        [out], inserted = graph_utils.insert_traced(graph, decode_kernel.decode_attention_inline, list(node.args),
+                                                    written=decode_kernel.WRITTEN)
     node.replace_all_uses_with(out)
     graph.erase_node(node)
     return inserted

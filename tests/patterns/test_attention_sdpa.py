@@ -19,7 +19,7 @@ from fusion_passes import zoo
 from fusion_passes.patterns import attention_sdpa
 from fusion_passes.graph_utils import op_name
 from fusion_passes.zoo import hf_cache_kwargs
-from tests.conftest import compile_with_records
+from tests.conftest import apply_on_fake_cuda, compile_with_records
 
 PATTERN = ["attention_sdpa"]
 SDPA_CPU = "aten._scaled_dot_product_flash_attention_for_cpu"
@@ -600,25 +600,6 @@ def test_gpu_decode_kernel_zoo_llama(mode):
     torch.testing.assert_close(caches[1].k0.float(), caches[0].k0.float(), atol=5e-2, rtol=5e-2)
 
 
-def _decode_on_fake_cuda(fn, *shapes):
-    """Trace ``fn`` on fake bf16 CUDA tensors of ``shapes`` (no GPU needed) and run the attention pass on it."""
-    from torch._inductor.decomposition import select_decomp_table
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    from fusion_passes import records
-    from fusion_passes.pass_manager import PassContext
-
-    with FakeTensorMode():
-        args = [torch.empty(s, dtype=torch.bfloat16, device="cuda") for s in shapes]
-        gm = make_fx(fn, select_decomp_table(), tracing_mode="real")(*args)
-        gm.graph.eliminate_dead_code()  # unused dtype casts the decompositions leave (Inductor's graphs have none)
-        rec = records.GraphRecord(graph_id=0, patterns=tuple(PATTERN))
-        attention_sdpa.apply(gm.graph, PassContext(PATTERN[0], "joint", rec, grad_enabled=False))
-    gm.graph.lint()
-    return gm, rec
-
-
 # --------------------------------------------------------------------------------------------- SDPA at decode
 
 
@@ -662,7 +643,7 @@ DECODE_SHAPES = ((2, H, 1, D), (2, HKV, 24, D), (2, HKV, 24, D), (2, 1, 1, 32)) 
 
 
 def test_cuda_decode_kernel_is_an_extern_op_by_default():
-    gm, rec = _decode_on_fake_cuda(_fake_cuda_decode_attention("eager"), *DECODE_SHAPES)
+    gm, rec = apply_on_fake_cuda(attention_sdpa, _fake_cuda_decode_attention("eager"), *DECODE_SHAPES)
     [m] = rec.matches
     targets = [n.target for n in gm.graph.nodes]
     assert targets.count(torch.ops.fusion_passes.decode_attention.default) == 1
@@ -675,7 +656,7 @@ def test_cuda_decode_kernel_is_traced_into_the_graph(attention, monkeypatch):
     Triton launches in the graph, so Inductor emits them itself: no extern op calling back into Python each step,
     and no copy of q, the cache or the mask."""
     monkeypatch.setenv(attention_sdpa.INLINE_POLICY_ENV, "on")
-    gm, rec = _decode_on_fake_cuda(_fake_cuda_decode_attention(attention), *DECODE_SHAPES)
+    gm, rec = apply_on_fake_cuda(attention_sdpa, _fake_cuda_decode_attention(attention), *DECODE_SHAPES)
     [m] = rec.matches
     assert m.detail["kernel"].startswith("fusion_passes.decode_attention") and m.detail["gqa"] == "enable_gqa (x2)"
     targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]

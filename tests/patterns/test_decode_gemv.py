@@ -16,7 +16,7 @@ from fusion_passes import zoo
 from fusion_passes.graph_utils import op_name
 from fusion_passes.patterns import decode_gemv
 from fusion_passes.zoo import hf_cache_kwargs
-from tests.conftest import compile_with_records
+from tests.conftest import apply_on_fake_cuda, compile_with_records
 
 PATTERN = ["decode_gemv"]
 
@@ -333,27 +333,14 @@ def test_cuda_rewrite_traces_the_kernel_and_reads_the_weights_in_place():
     """On CUDA (fake tensors here, no GPU) an HF decode MLP becomes two Triton launches in the graph (RMSNorm ->
     gate/up -> SiLU * mul, then down + residual) that read each weight where it lives: no packed copy, no
     transpose; after Inductor's reinplacing not even the output buffers are cloned."""
-    from torch._inductor.decomposition import select_decomp_table
     from torch._inductor.fx_passes.reinplace import reinplace_inplaceable_ops_core
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    from fusion_passes import records
-    from fusion_passes.pass_manager import PassContext
 
     def mlp(x, norm_w, wg, wu, wd):  # LlamaRMSNorm, then LlamaMLP with the decoder layer's residual add
         h = x.float()
         h = norm_w * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype)
         return x + F.linear(F.silu(F.linear(h, wg)) * F.linear(h, wu), wd)
 
-    shapes = ((1, 1, 256), (256,), (512, 256), (512, 256), (256, 512))
-    with FakeTensorMode():
-        args = [torch.empty(s, dtype=torch.bfloat16, device="cuda") for s in shapes]
-        gm = make_fx(mlp, select_decomp_table(), tracing_mode="real")(*args)
-        gm.graph.eliminate_dead_code()
-        rec = records.GraphRecord(graph_id=0, patterns=(PATTERN[0],))
-        decode_gemv.apply(gm.graph, PassContext(PATTERN[0], "post_grad", rec, grad_enabled=False))
-    gm.graph.lint()
+    gm, rec = apply_on_fake_cuda(decode_gemv, mlp, (1, 1, 256), (256,), (512, 256), (512, 256), (256, 512))
     assert [m.detail.get("epilogue") for m in rec.matches] == ["residual add", "silu * mul"]
     kernels = [n for n in gm.graph.nodes if n.target is torch.ops.higher_order.triton_kernel_wrapper_functional]
     gate_up, down = kernels
