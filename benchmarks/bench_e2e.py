@@ -110,7 +110,10 @@ def forced_policies(variant: str) -> dict[str, str]:
     suffixes = {
         "rope": (decode_gemv.ROPE_POLICY_ENV, "on"),  # RoPE folded into the q/k GEMV (the default)
         "norope": (decode_gemv.ROPE_POLICY_ENV, "off"),
-        "inline": (attention_sdpa.INLINE_POLICY_ENV, "on"),  # decode attention traced into Inductor's code
+        "inline": (attention_sdpa.INLINE_POLICY_ENV, "on"),  # decode attention traced into Inductor's code (default)
+        "noinline": (attention_sdpa.INLINE_POLICY_ENV, "off"),  # ... or an extern op
+        "kv": (decode_gemv.KV_WRITE_POLICY_ENV, "on"),  # the KV-cache update in the q/k/v GEMV's epilogue
+        "nokv": (decode_gemv.KV_WRITE_POLICY_ENV, "off"),
     }
     name, *parts = variant.removesuffix("+cudagraphs").split("+")
     if name != "fusion_passes":

@@ -17,7 +17,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_e2e import build_model, make_variant, step_for, workload_inputs  # noqa: E402
+from bench_e2e import build_model, make_variant, step_for, variant_env, workload_inputs  # noqa: E402
 from common import add_run_args, run_dtype, write_results  # noqa: E402
 
 
@@ -93,7 +93,8 @@ def main(argv=None) -> int:
     for variant in args.variants:
         step = step_for(variant, fresh_step())
         trace: dict = {}
-        rows = profile_step(step, make_variant(model, variant), args.device, args.steps, trace)
+        with variant_env(variant):  # a variant's policies hold while it compiles (on its first step)
+            rows = profile_step(step, make_variant(model, variant), args.device, args.steps, trace)
         print(f"\n{variant}: {len(rows)} distinct kernels, {sum(r['us_per_step'] for r in rows):.1f} us per step")
         print(tabulate(rows[: args.top], headers="keys"))
         if trace:

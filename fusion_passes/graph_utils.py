@@ -126,6 +126,20 @@ def sole_user(node: fx.Node) -> fx.Node | None:
 _ERASABLE = ("call_function", "get_attr")
 
 
+def depends_on(node: fx.Node, targets) -> bool:
+    """Whether any of ``targets`` is ``node`` or one of its inputs, transitively."""
+    targets = set(targets)
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if n in targets:
+            return True
+        if n not in seen:
+            seen.add(n)
+            stack.extend(n.all_input_nodes)
+    return False
+
+
 def erase_dead(graph: fx.Graph, nodes) -> list[fx.Node]:
     """Erase those of ``nodes`` (and what only they used) that nothing uses any more: the ops a rewrite replaced,
     their transposes and reshapes, constants only they read. Impure nodes stay. Any order; returns the erased."""
@@ -190,11 +204,14 @@ def restore(graph: fx.Graph, saved: fx.Graph) -> None:
     graph.output(out)
 
 
-def insert_traced(graph: fx.Graph, op, args: list, written: tuple[str, ...]) -> tuple[list, list]:
+def insert_traced(graph: fx.Graph, op, args: list, written: tuple[str, ...],
+                  mutated: tuple[int, ...] = ()) -> tuple[list, list]:
     """Insert ``op(*args)`` (args: nodes for tensors, python values for the rest) traced under
     functionalization: the Triton kernel calls of a ``triton_op`` become ``triton_kernel_wrapper_functional``
     nodes inlined here, so Inductor sees and emits the kernels themselves. ``written`` names the kernel
-    arguments the kernels store to. Returns (output nodes, inserted nodes)."""
+    arguments the kernels store to. ``mutated``: positions of args the op writes in place, whose new values
+    (functional copies, which Inductor's reinplacing turns back into the writes where it can) follow the op's
+    outputs. Returns (output nodes, inserted nodes)."""
     from torch._guards import detect_fake_mode
     from torch._subclasses.functional_tensor import dispatch_functionalize
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -204,8 +221,9 @@ def insert_traced(graph: fx.Graph, op, args: list, written: tuple[str, ...]) -> 
 
     def call(*tensors):
         it = iter(tensors)
-        out = op(*[next(it) if isinstance(a, fx.Node) else a for a in args])
-        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        actual = [next(it) if isinstance(a, fx.Node) else a for a in args]
+        out = op(*actual)
+        return (*(out if isinstance(out, (tuple, list)) else (out,)), *(actual[i] for i in mutated))
 
     with detect_fake_mode(vals):
         gm = make_fx(dispatch_functionalize(call), tracing_mode="real")(*vals)

@@ -37,7 +37,8 @@ def compile_with_records(fn, *args, patterns=None, exclude=(), grad=False, dynam
 
 def apply_on_fake_cuda(family, fn, *shapes, dtype=torch.bfloat16):
     """Trace ``fn`` on fake CUDA tensors of ``shapes`` (no GPU needed: how the CUDA rewrites are tested on CPU),
-    run ``family``'s pass on the ATen graph with autograd off; return (GraphModule, GraphRecord)."""
+    run ``family``'s pass on the ATen graph with autograd off; return (GraphModule, GraphRecord). A shape may
+    be ``(shape, dtype)`` for a tensor of another dtype (positions: int64)."""
     from torch._inductor.decomposition import select_decomp_table
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -46,7 +47,8 @@ def apply_on_fake_cuda(family, fn, *shapes, dtype=torch.bfloat16):
     from fusion_passes.pass_manager import PassContext
 
     with FakeTensorMode():
-        args = [torch.empty(s, dtype=dtype, device="cuda") for s in shapes]
+        specs = [s if s and isinstance(s[-1], torch.dtype) else (s, dtype) for s in shapes]
+        args = [torch.empty(s, dtype=t, device="cuda") for s, t in specs]
         gm = make_fx(fn, select_decomp_table(), tracing_mode="real")(*args)
         gm.graph.eliminate_dead_code()  # unused dtype casts the decompositions leave (Inductor's graphs have none)
         rec = records.GraphRecord(graph_id=0, patterns=(family.NAME,))

@@ -128,10 +128,13 @@ def test_inline_variant_combines_with_rope_and_unknown_suffixes_are_refused(monk
     from fusion_passes.patterns import attention_sdpa, decode_gemv
 
     monkeypatch.delenv(attention_sdpa.INLINE_POLICY_ENV, raising=False)
+    monkeypatch.delenv(decode_gemv.KV_WRITE_POLICY_ENV, raising=False)
     monkeypatch.delenv(decode_gemv.ROPE_POLICY_ENV, raising=False)
-    with bench_e2e.variant_env("fusion_passes+inline+norope"):
-        assert attention_sdpa.inline_policy() == "on" and decode_gemv.rope_policy() == "off"
-    assert attention_sdpa.inline_policy() == "off" and decode_gemv.rope_policy() == "on"
+    with bench_e2e.variant_env("fusion_passes+noinline+norope"):
+        assert attention_sdpa.inline_policy() == "off" and decode_gemv.rope_policy() == "off"
+    assert attention_sdpa.inline_policy() == "on" and decode_gemv.rope_policy() == "on"
+    with bench_e2e.variant_env("fusion_passes+kv+noinline"):
+        assert decode_gemv.kv_write_policy() == "on" and attention_sdpa.inline_policy() == "off"
     with pytest.raises(ValueError, match="unknown variant 'fusion_passes\\+inlined'"):
         bench_e2e.make_variant(torch.nn.Linear(2, 2), "fusion_passes+inlined")
 

@@ -14,11 +14,11 @@ kernels do; a row whose every key is masked with -inf gives NaN, as eager does.
 
 Two ops with one body. ``decode_attention`` (the low-level Library API: a ``custom_op`` wrapper would add ~50-100 us
 per call) is what the attention pass inserts; Inductor calls it as an extern kernel, which launches the two
-Triton kernels from Python on every step. ``decode_attention_inline`` is a ``triton_op``: with
-``FUSION_PASSES_DECODE_ATTENTION_INLINE=on`` the pass traces it into the graph on CUDA, so Inductor emits both
-kernels in its generated code and no Python runs per step (host time that a decode step without CUDA graphs
-pays in full). It is opt-in until it has run on a GPU. Off CUDA the math runs in torch (or the kernels in
-Triton's interpreter when ``TRITON_INTERPRET=1``).
+Triton kernels from Python on every step. ``decode_attention_inline`` is a ``triton_op``: on CUDA the pass
+traces it into the graph (unless ``FUSION_PASSES_DECODE_ATTENTION_INLINE=off``), so Inductor emits both kernels
+in its generated code and no Python runs per step (host time that a decode step without CUDA graphs pays in
+full: on the H200 the 1B step without graphs went from 8.7 to 3.5 ms). Off CUDA the math runs in torch (or the
+kernels in Triton's interpreter when ``TRITON_INTERPRET=1``).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ try:
 except ImportError:  # a CPU-only torch without triton: the op exists and runs its torch implementation
     triton = None
 
-__all__ = ["decode_gemv", "reference", "MAX_ROWS", "HAS_TRITON", "INTERPRETED"]
+__all__ = ["decode_gemv", "decode_gemv_kv_write", "reference", "write_cache_reference", "MAX_ROWS", "HAS_TRITON", "INTERPRETED"]
 
 HAS_TRITON = triton is not None
 MAX_ROWS = 16  # the kernel's largest M: one 16-row tile (decode of up to 16 sequences)
@@ -92,6 +92,25 @@ if triton is not None:
         return x, w, u
 
     @triton.jit
+    def _store_cache_rows(C0, C1, C2, IDX, y, cols, w_idx, rm, mask, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l,
+                          sc_d, CACHE_MASK: tl.constexpr):
+        """y [BLOCK_M, BLOCK_N] (rows rm, columns ``cols`` of output w_idx) into C_{w_idx}[b, col // HD, IDX[s],
+        col % HD] for row m = b * S + s, as ``C.index_put_([None, None, IDX], heads)`` stores them: a negative
+        position counts from the end; one past either end is skipped (eager raises there)."""
+        pos = tl.load(IDX + rm % seq_len).to(tl.int64)  # in bounds for the masked rows too
+        pos = tl.where(pos < 0, pos + cache_len, pos)
+        ok = mask & ((pos >= 0) & (pos < cache_len))[:, None]
+        off = ((rm // seq_len).to(tl.int64) * sc_b + pos * sc_l)[:, None] + \
+            ((cols // head_dim).to(tl.int64) * sc_h + (cols % head_dim).to(tl.int64) * sc_d)[None, :]
+        which = (cols * 0 + w_idx)[None, :]  # a vector, not the scalar: Triton's interpreter masks with no scalar
+        if CACHE_MASK & 1:
+            tl.store(C0 + off, y, mask=ok & (which == 0))
+        if CACHE_MASK & 2:
+            tl.store(C1 + off, y, mask=ok & (which == 1))
+        if CACHE_MASK & 4:
+            tl.store(C2 + off, y, mask=ok & (which == 2))
+
+    @triton.jit
     def _gemv_kernel(
         X,  # [M, K] input, dtype T, row stride stride_x
         NW,  # [K] norm weight (None unless HAS_NORM)
@@ -102,6 +121,10 @@ if triton is not None:
         COS,  # [M, rope_dim] (None unless ROPE)
         SIN,  # [M, rope_dim] (None unless ROPE)
         Y,  # [M, N_out] output, row stride stride_y
+        C0,  # [B, H_0, L, HD] KV cache output 0's heads are also written to (None unless CACHE_MASK & 1)
+        C1,  # ... output 1's (None unless CACHE_MASK & 2)
+        C2,  # ... output 2's (None unless CACHE_MASK & 4)
+        IDX,  # [S] cache positions of a batch's S rows (None unless CACHE_MASK)
         M,
         K,
         N0,
@@ -115,6 +138,13 @@ if triton is not None:
         norm_offset,
         rope_dim,
         rope_weights,  # the first rope_weights weights' outputs are rotated
+        seq_len,  # S: output row m is token m % S of sequence m // S (cache writes only)
+        cache_len,  # L
+        head_dim,  # HD: cache head h holds output columns h * HD .. (h + 1) * HD
+        sc_b,  # the caches' strides (every cache has the same layout)
+        sc_h,
+        sc_l,
+        sc_d,
         CONCAT_W: tl.constexpr,  # 1-3 weights whose outputs are concatenated (1 with SILU_MUL / HAS_RES)
         HAS_NORM: tl.constexpr,
         NORM_CAST: tl.constexpr,
@@ -122,6 +152,7 @@ if triton is not None:
         SILU_MUL: tl.constexpr,
         HAS_RES: tl.constexpr,
         ROPE: tl.constexpr,  # programs own column pairs (j, j + rope_dim/2) of every weight
+        CACHE_MASK: tl.constexpr,  # bit i: output i's heads are written into C_i at IDX (a KV-cache update)
         BLOCK_M: tl.constexpr,
         BLOCK_N: tl.constexpr,
         BLOCK_K: tl.constexpr,
@@ -252,12 +283,18 @@ if triton is not None:
             y = tl.where(rotate, ra, y)
             y2 = tl.where(rotate, rb, y2)
             tl.store(Y + rm[:, None] * stride_y + (col0 + rn + half)[None, :], y2, mask=out_mask)
+        if CACHE_MASK != 0:
+            _store_cache_rows(C0, C1, C2, IDX, y, rn, w_idx, rm, out_mask, seq_len, cache_len, head_dim, sc_b, sc_h,
+                              sc_l, sc_d, CACHE_MASK)
+            if ROPE:
+                _store_cache_rows(C0, C1, C2, IDX, y2, rn + half, w_idx, rm, out_mask, seq_len, cache_len, head_dim,
+                                  sc_b, sc_h, sc_l, sc_d, CACHE_MASK)
         tl.store(Y + rm[:, None] * stride_y + (col0 + rn)[None, :], y, mask=out_mask)
 
 
     # One autotuner per M tile (configs differ); both run the same kernel. Not prune_configs_by: Inductor's
     # support for user-defined autotuned kernels does not cover every pruning hook.
-    _KEY = ["K", "N0", "N1", "N2", "CONCAT_W", "HAS_NORM", "SILU_MUL", "HAS_RES", "ROPE", "IEEE_F32"]
+    _KEY = ["K", "N0", "N1", "N2", "CONCAT_W", "HAS_NORM", "SILU_MUL", "HAS_RES", "ROPE", "CACHE_MASK", "IEEE_F32"]
     _gemv_m1 = {p: triton.autotune(configs=_configs(dot=False, prefetch=p), key=_KEY)(_gemv_kernel)
                 for p in (False, True)}  # keyed by "may prefetch"; the benchmarks time both
     _gemv_m16 = triton.autotune(configs=_configs(dot=True), key=_KEY)(_gemv_kernel)
@@ -271,7 +308,8 @@ def _block_m(m: int) -> int:
 
 
 def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y,
-            rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0, prefetch: Optional[bool] = None) -> None:
+            rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0, prefetch: Optional[bool] = None,
+            caches=(None, None, None), cache_index=None) -> None:
     m, k = x.shape
     prefetch = PREFETCH if prefetch is None else prefetch
     concat = 1 if (silu_mul or residual is not None) else 1 + (w1 is not None) + (w2 is not None)
@@ -292,16 +330,18 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         SILU_MUL=silu_mul,
         HAS_RES=residual is not None,
         ROPE=rope,
+        CACHE_MASK=sum(1 << i for i, c in enumerate(caches) if c is not None),
         BLOCK_M=_block_m(int(m)),
         IEEE_F32=ieee_fp32_dot(x.dtype),
     )
     args = (
         x, norm_weight, w0, w1 if w1 is not None else w0, w2 if w2 is not None else w0, residual, rope_cos,
-        rope_sin, y,
+        rope_sin, y, *caches, cache_index,
         m, k, n0, n1, n2,
         x.stride(0), residual.stride(0) if residual is not None else 0, y.stride(0),
         rope_cos.stride(0) if rope else 0,
         eps, norm_offset, rope_dim, rope_weights,
+        *_cache_layout(caches, cache_index),
     )  # fmt: skip
     if INTERPRETED and x.device.type != "cuda":
         # the autotuner would benchmark every config in the (slow) interpreter: run one config directly
@@ -309,6 +349,14 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         _gemv_kernel[(sum(triton.cdiv(n, one["BLOCK_N"]) for n in widths),)](*args, **meta, **one, num_warps=4)
     else:
         wrap_triton(_gemv_m1[prefetch] if meta["BLOCK_M"] == 1 else _gemv_m16)[grid](*args, **meta)
+
+
+def _cache_layout(caches, cache_index) -> tuple:
+    """(S, L, HD, stride_b, stride_h, stride_l, stride_d) of the caches written, zeros when there are none."""
+    cache = next((c for c in caches if c is not None), None)
+    if cache is None:
+        return (1, 0, 1, 0, 0, 0, 0)
+    return (cache_index.shape[0], cache.shape[2], cache.shape[3], *cache.stride())
 
 
 def _use_triton(x: torch.Tensor) -> bool:
@@ -393,3 +441,71 @@ def decode_gemv(
 def _(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos=None, rope_sin=None,
       rope_dim=0, rope_weights=0):
     return x.new_empty((x.shape[0], _out_width(w0, w1, w2, residual, silu_mul)))
+
+
+@_define_op("fusion_passes::decode_gemv_kv_write", mutates_args=("cache0", "cache1", "cache2"))
+def decode_gemv_kv_write(
+    x: torch.Tensor,
+    w0: torch.Tensor,
+    w1: Optional[torch.Tensor],
+    w2: Optional[torch.Tensor],
+    norm_weight: Optional[torch.Tensor],
+    eps: float,
+    norm_offset: float,
+    norm_cast: bool,
+    rope_cos: Optional[torch.Tensor],
+    rope_sin: Optional[torch.Tensor],
+    rope_dim: int,
+    rope_weights: int,
+    cache0: Optional[torch.Tensor],
+    cache1: Optional[torch.Tensor],
+    cache2: Optional[torch.Tensor],
+    cache_index: torch.Tensor,
+) -> torch.Tensor:
+    """``decode_gemv`` with concatenated outputs (q/k/v) that also stores output i's heads into the KV cache
+    cache_i [B, H_i, L, HD] at the positions cache_index [S] (rows m = b * S + s), the update HF's StaticCache
+    makes with ``cache_i.index_copy_(2, cache_index, heads_i)``, heads_i = y_i.view(B, S, H_i, HD).transpose(1, 2).
+    Returns y [M, sum N_i]; the caches are written in place (every cache has one layout)."""
+    caches = (cache0, cache1, cache2)
+    _check_cache_args(x, (w0, w1, w2), caches, cache_index)
+    if not _use_triton(x):
+        y = reference(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, None, False, rope_cos, rope_sin,
+                      rope_dim, rope_weights)
+        write_cache_reference(y, [w.shape[0] for w in (w0, w1, w2) if w is not None], caches, cache_index)
+        return y
+    x, w0, w1, w2, norm_weight, rope_cos, rope_sin = (
+        t.contiguous() if t is not None else None for t in (x, w0, w1, w2, norm_weight, rope_cos, rope_sin))
+    y = torch.empty((x.shape[0], _out_width(w0, w1, w2, None, False)), dtype=x.dtype, device=x.device)
+    _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, None, False, y, rope_cos, rope_sin, rope_dim,
+            rope_weights, caches=caches, cache_index=cache_index)
+    return y
+
+
+@decode_gemv_kv_write.register_fake
+def _(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, rope_cos, rope_sin, rope_dim, rope_weights, cache0,
+      cache1, cache2, cache_index):
+    return x.new_empty((x.shape[0], _out_width(w0, w1, w2, None, False)))
+
+
+def _check_cache_args(x, weights, caches, cache_index) -> None:
+    written = [(w, c) for w, c in zip(weights, caches) if c is not None]
+    if not written or any(w is None for w, _ in written):
+        raise ValueError("decode_gemv_kv_write: every cache needs its weight, and at least one cache is needed")
+    first = written[0][1]
+    s = cache_index.shape[0] if cache_index.dim() == 1 else -1
+    for w, c in written:
+        if c.dim() != 4 or c.shape[0] * s != x.shape[0] or c.shape[1] * c.shape[3] != w.shape[0]:
+            raise ValueError(f"decode_gemv_kv_write: cache {list(c.shape)} does not hold {x.shape[0]} rows of "
+                             f"{w.shape[0]} columns at {s} positions per sequence")
+        if c.shape != first.shape or c.stride() != first.stride() or c.dtype != x.dtype:
+            raise ValueError("decode_gemv_kv_write: the caches need one shape, layout and the input's dtype")
+
+
+def write_cache_reference(y: torch.Tensor, widths: list[int], caches, cache_index: torch.Tensor) -> None:
+    """Store y's column blocks (widths N_i) into the non-None caches as HF's StaticCache update does."""
+    start = 0
+    for width, cache in zip(widths, caches):
+        if cache is not None:
+            b, h, _, d = cache.shape
+            cache[:, :, cache_index] = y[:, start:start + width].reshape(b, -1, h, d).transpose(1, 2)
+        start += width

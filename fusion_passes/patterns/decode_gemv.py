@@ -62,6 +62,10 @@ POLICIES = ("auto", "always")
 # 12 fewer kernels, e2e_decode_prefetch_*.json); "off" keeps Inductor's own RoPE kernel.
 ROPE_POLICY_ENV = "FUSION_PASSES_DECODE_ROPE"
 ROPE_POLICIES = ("on", "off")
+# The KV-cache update in the q/k/v GEMV's epilogue (CUDA only, where the kernel is traced into Inductor's code):
+# "off" until the H200 has measured it; "on" folds it.
+KV_WRITE_POLICY_ENV = "FUSION_PASSES_DECODE_KV_WRITE"
+KV_WRITE_POLICIES = ("off", "on")
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -70,6 +74,7 @@ _RESHAPES = (aten.reshape, aten.view, aten._unsafe_view)
 # residual_norm's forms the kernel computes: w * n.to(T), (n * (1 + w.float())).to(T), (n * w.float()).to(T)
 _NORM_FORMS = ("llama", "gemma", "fp32 weight")
 _OP = torch.ops.fusion_passes.decode_gemv.default
+_KV_OP = torch.ops.fusion_passes.decode_gemv_kv_write.default
 
 
 def policy() -> str:
@@ -80,8 +85,12 @@ def rope_policy() -> str:
     return env_policy(ROPE_POLICY_ENV, ROPE_POLICIES)
 
 
+def kv_write_policy() -> str:
+    return env_policy(KV_WRITE_POLICY_ENV, KV_WRITE_POLICIES)
+
+
 def cache_key() -> str:
-    return f"{policy()}/rope={rope_policy()}"
+    return f"{policy()}/rope={rope_policy()}/kv_write={kv_write_policy()}"
 
 
 class _NoMatch(Exception):
@@ -251,9 +260,17 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx) -> None:
                                    [m, d])
                          for t in (chains[0].cos, chains[0].sin)]
             rope_args += [d, len(chains)]
+    writes = _cache_writes(lins, chains, m, ctx) if silu is None else None
+    weights = [*[lin.weight for lin in lins], *[None] * (3 - len(lins))]
     with graph.inserting_after(rope_args[1] if rope_args else x2):
-        outs, inserted = _insert_op(
-            graph, [x2, *[lin.weight for lin in lins], *[None] * (3 - len(lins)), *tail, *rope_args], fake)
+        if writes:
+            outs, inserted = graph_utils.insert_traced(
+                graph, _KV_OP, [x2, *weights, *tail[:4], *(rope_args or [None, None, 0, 0]),
+                                *[w.cache if w else None for w in writes], *[None] * (3 - len(writes)),
+                                next(w.index for w in writes if w)],
+                written=("Y", "C0", "C1", "C2"), mutated=tuple(12 + i for i, w in enumerate(writes) if w))
+        else:
+            outs, inserted = _insert_op(graph, [x2, *weights, *tail, *rope_args], fake)
     replaced = [*norm.interior, norm.y, *(lin.mm for lin in lins)]
     detail = {"prologue": f"rms_norm ({norm.form})", "shape": [m, k, [lin.width for lin in lins]],
               "weights": [lin.weight.name for lin in lins]}
@@ -268,9 +285,12 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx) -> None:
         dead = [final, *chain]
         inserted.append(y)
     else:
+        cached = [w for w in writes or () if w]
         epilogue = "concatenated outputs" + (f", rope on {len(chains)} (head dim {chains[0].dim})" if chains else "")
+        epilogue += f", kv-cache write of {len(cached)}" if cached else ""
         rope_nodes = [n for c in chains for n in c.interior]
-        ctx.matched([*replaced, *rope_nodes], inserted, anchor=lins[0].mm, detail={**detail, "epilogue": epilogue},
+        ctx.matched([*replaced, *rope_nodes, *(w.update for w in cached)], inserted, anchor=lins[0].mm,
+                    detail={**detail, "epilogue": epilogue},
                     saved_bytes=sum(graph_utils.tensor_bytes(n) for n in norm.interior))
         start, dead = 0, []
         for lin in lins:
@@ -291,6 +311,9 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx) -> None:
         for chain in chains:
             chain.out.replace_all_uses_with(chain.heads)  # the heads view now reads rotated columns
             dead += chain.interior
+        for write, new_cache in zip(cached, outs[1:]):
+            write.update.replace_all_uses_with(new_cache)  # the cache as the kernel leaves it
+            dead.append(write.update)
     graph_utils.copy_stack_trace([lins[0].mm], [x2, *inserted])
     erase_dead(graph, [*dead, *(lin.mm for lin in lins), *(a for lin in lins for a in lin.mm.args), norm.y,
                         *norm.interior])
@@ -312,17 +335,32 @@ class _RopeChain:
     interior: list[fx.Node]  # mul, slices, neg, cat, mul, add: dead once ``out``'s users read ``heads``
 
 
-def _rope_chain(lin: linears.Linear, m: int) -> _RopeChain | None:
-    node, t = lin.mm, dtype_of(lin.mm)
+def _heads(lin: linears.Linear, m: int) -> fx.Node | None:
+    """The [B, H, S, D] heads view of a bias-free linear's [M, N] output, ``permute(reshape(mm, [B, S, H, D]),
+    [0, 2, 1, 3])`` through only-user reshapes, with B * S = M and H * D = N."""
+    node = lin.mm
     if lin.bias is not None:
-        return None  # the bias would have to be added before the rotation
+        return None  # the bias would have to be added first
     while (nxt := sole_user(node)) is not None and is_op(nxt, *_RESHAPES):
         node = nxt
     heads = sole_user(node)
     if heads is None or not is_op(heads, aten.permute) or list(heads.args[1]) != [0, 2, 1, 3]:
         return None
     b, h, s, d = shape_of(heads)
-    if not all(isinstance(v, int) for v in (b, h, s, d)) or b * s != m or h * d != lin.width or d % 2:
+    if not all(isinstance(v, int) for v in (b, h, s, d)) or b * s != m or h * d != lin.width:
+        return None
+    if not same_shape(shape_of(node), (b, s, h, d)):
+        return None
+    return heads
+
+
+def _rope_chain(lin: linears.Linear, m: int) -> _RopeChain | None:
+    t = dtype_of(lin.mm)
+    heads = _heads(lin, m)
+    if heads is None:
+        return None
+    b, h, s, d = shape_of(heads)
+    if d % 2:
         return None
     users = list(heads.users)
     muls = [u for u in users if is_op(u, aten.mul) and heads in u.args and len(u.args) == 2]
@@ -376,6 +414,71 @@ def _rope_epilogue(lins: list[linears.Linear], m: int, ctx) -> tuple[list[linear
         return None
     ordered = [lin for lin in lins if chains[id(lin)]] + [lin for lin in lins if not chains[id(lin)]]
     return ordered, found
+
+
+@dataclass
+class _CacheWrite:
+    """HF StaticCache's update of one layer's K or V cache with a linear's heads, in post-grad ATen:
+
+        cache.index_copy_(2, index, heads)    # cache [B, H, L, D], index [S] (cache_position), heads [B, H, S, D]
+        update = index_put(cache, [None, None, index], heads)     # post-grad: functional, index_copy decomposed
+    """
+
+    update: fx.Node
+    cache: fx.Node
+    index: fx.Node
+
+
+def _cache_write(value: fx.Node) -> _CacheWrite | None:
+    """The cache update that stores ``value`` (a [B, H, S, D] heads tensor) whole along the cache's dim 2."""
+    for user in value.users:
+        if not is_op(user, aten.index_put) or len(user.args) < 3 or user.args[2] is not value:
+            continue
+        indices = list(user.args[1])
+        accumulate = user.args[3] if len(user.args) > 3 else user.kwargs.get("accumulate", False)
+        if len(indices) != 3 or indices[:2] != [None, None] or accumulate:
+            continue
+        cache, index = user.args[0], indices[2]
+        if not isinstance(cache, fx.Node) or not isinstance(index, fx.Node):
+            continue
+        b, h, s, d = shape_of(value)
+        shape, idx = shape_of(cache), val(index)
+        if shape is None or len(shape) != 4 or not all(isinstance(v, int) for v in shape):
+            continue
+        if (shape[0], shape[1], shape[3]) != (b, h, d) or dtype_of(cache) != dtype_of(value):
+            continue
+        if idx.dim() != 1 or idx.shape[0] != s or idx.dtype not in (torch.int64, torch.int32):
+            continue
+        if val(cache).device != val(value).device or idx.device != val(value).device:
+            continue
+        return _CacheWrite(user, cache, index)
+    return None
+
+
+def _cache_writes(lins: list[linears.Linear], chains: list[_RopeChain], m: int, ctx) -> list | None:
+    """Per linear, the KV-cache update its (rotated) heads feed, when the GEMV can write them in its epilogue:
+    traced on CUDA, policy on, every cache of one layout and one position index that does not depend on the
+    linears (or None when there is none)."""
+    if kv_write_policy() != "on" or val(lins[0].x2).device.type != "cuda":
+        return None
+    rotated = {id(c.heads): c.out for c in chains}
+    writes = []
+    for lin in lins:
+        heads = _heads(lin, m)
+        writes.append(_cache_write(rotated.get(id(heads), heads)) if heads is not None else None)
+    found = [w for w in writes if w]
+    if not found:
+        return None
+    first = found[0]
+    layouts = {(tuple(val(w.cache).shape), val(w.cache).stride()) for w in found}
+    if len(layouts) > 1 or any(w.index is not first.index for w in found):
+        ctx.near_miss(lins[0].mm, "kv-cache write not folded into the q/k/v GEMV: the caches differ in layout or "
+                                  "position index")
+        return None
+    if graph_utils.depends_on(first.index, [lin.mm for lin in lins]):
+        ctx.near_miss(lins[0].mm, "kv-cache write not folded: its positions are computed from the projections")
+        return None
+    return writes
 
 
 def _linears_reading(y: fx.Node) -> list[fx.Node] | None:

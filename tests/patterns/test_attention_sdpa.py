@@ -642,7 +642,8 @@ def _fake_cuda_decode_attention(kind):
 DECODE_SHAPES = ((2, H, 1, D), (2, HKV, 24, D), (2, HKV, 24, D), (2, 1, 1, 32))  # q, k cache, v cache, mask
 
 
-def test_cuda_decode_kernel_is_an_extern_op_by_default():
+def test_cuda_decode_kernel_is_an_extern_op_on_request(monkeypatch):
+    monkeypatch.setenv(attention_sdpa.INLINE_POLICY_ENV, "off")
     gm, rec = apply_on_fake_cuda(attention_sdpa, _fake_cuda_decode_attention("eager"), *DECODE_SHAPES)
     [m] = rec.matches
     targets = [n.target for n in gm.graph.nodes]
@@ -652,10 +653,10 @@ def test_cuda_decode_kernel_is_an_extern_op_by_default():
 
 @pytest.mark.parametrize("attention", ["eager", "sdpa"])
 def test_cuda_decode_kernel_is_traced_into_the_graph(attention, monkeypatch):
-    """With FUSION_PASSES_DECODE_ATTENTION_INLINE=on, on CUDA (fake tensors here) the decode op becomes its two
-    Triton launches in the graph, so Inductor emits them itself: no extern op calling back into Python each step,
-    and no copy of q, the cache or the mask."""
-    monkeypatch.setenv(attention_sdpa.INLINE_POLICY_ENV, "on")
+    """By default, on CUDA (fake tensors here) the decode op becomes its two Triton launches in the graph, so
+    Inductor emits them itself: no extern op calling back into Python each step, and no copy of q, the cache or
+    the mask."""
+    monkeypatch.delenv(attention_sdpa.INLINE_POLICY_ENV, raising=False)
     gm, rec = apply_on_fake_cuda(attention_sdpa, _fake_cuda_decode_attention(attention), *DECODE_SHAPES)
     [m] = rec.matches
     assert m.detail["kernel"].startswith("fusion_passes.decode_attention") and m.detail["gqa"] == "enable_gqa (x2)"

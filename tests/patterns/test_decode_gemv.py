@@ -354,6 +354,93 @@ def test_cuda_rewrite_traces_the_kernel_and_reads_the_weights_in_place():
     assert [k.kwargs["tensors_to_clone"] for k in kernels] == [[], []]
 
 
+def _attention_layer(positions="shared", accumulate=False, rope=True, heads=4, kv_heads=2, d=16):
+    """An HF Llama attention block's projections at decode, as in the post-grad graph: RMSNorm -> q/k/v -> RoPE
+    on q/k -> StaticCache's update of both caches (functional index_put + copy_ back into the graph inputs).
+    Returns (fn, its argument shapes). ``positions``: "shared" (HF), "separate" (k and v at different index
+    tensors), "from_k" (the positions computed from k itself)."""
+    b, s, k = 1, 1, 64
+
+    def rotate_half(x):  # narrow, not [..., a:b]: tensor indexing is unavailable on fake CUDA in a CPU build
+        return torch.cat([-x.narrow(-1, d // 2, d // 2), x.narrow(-1, 0, d // 2)], -1)
+
+    def layer(h, nw, wq, wk, wv, cos, sin, kc, vc, pos, pos_v):
+        hf = h.float()
+        xn = nw * (hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(h.dtype)
+        q, key, v = (F.linear(xn, w).view(b, s, -1, d).transpose(1, 2) for w in (wq, wk, wv))
+        if rope:
+            c, sn = cos.unsqueeze(1), sin.unsqueeze(1)
+            q, key = q * c + rotate_half(q) * sn, key * c + rotate_half(key) * sn
+        if positions == "from_k":
+            pos = key.reshape(-1).narrow(0, 0, 1).to(torch.int64)
+        aten = torch.ops.aten
+        k2 = aten.index_put.default(kc, [None, None, pos], key, accumulate)
+        v2 = aten.index_put.default(vc, [None, None, pos_v if positions == "separate" else pos], v, accumulate)
+        out = q.sum() + k2.sum() + v2.sum()  # the attention reads the updated caches
+        aten.copy_.default(kc, k2)
+        aten.copy_.default(vc, v2)
+        return out
+
+    pos = ((s,), torch.int64)
+    return layer, [(b, s, k), (k,), (heads * d, k), (kv_heads * d, k), (kv_heads * d, k), (b, s, d), (b, s, d),
+                   (b, kv_heads, 32, d), (b, kv_heads, 32, d), pos, pos]
+
+
+def _qkv_kernel(gm):
+    [kernel] = [n for n in gm.graph.nodes if n.target is torch.ops.higher_order.triton_kernel_wrapper_functional]
+    return kernel
+
+
+@pytest.mark.parametrize("rope, mask", [("on", 6), ("off", 4)])
+def test_cuda_kv_cache_write_in_the_qkv_epilogue(monkeypatch, rope, mask):
+    """#8: with FUSION_PASSES_DECODE_KV_WRITE=on the q/k/v GEMV also stores k and v into the caches: the two
+    index_put (Inductor's scatter kernels) are gone, and after Inductor's reinplacing the kernel writes the graph's
+    cache inputs in place (no cache copy, no copy_ back). Without the RoPE fold k is rotated by Inductor after the
+    GEMV, so only v's write can move."""
+    from torch._inductor.fx_passes.reinplace import reinplace_inplaceable_ops_core
+
+    monkeypatch.setenv(decode_gemv.KV_WRITE_POLICY_ENV, "on")
+    monkeypatch.setenv(decode_gemv.ROPE_POLICY_ENV, rope)
+    fn, shapes = _attention_layer()
+    gm, rec = apply_on_fake_cuda(decode_gemv, fn, *shapes)
+    [m] = rec.matches
+    assert m.detail["epilogue"].endswith(f"kv-cache write of {bin(mask).count('1')}")
+    kernel = _qkv_kernel(gm)
+    args, inputs = kernel.kwargs["kwargs"], {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
+    assert args["CACHE_MASK"] == mask and args["IDX"] is inputs["pos_1"]
+    assert args["C2"] is inputs["vc_1"] and (args.get("C1") is inputs["kc_1"]) == (rope == "on")
+    index_puts = [n for n in gm.graph.nodes if op_name(n) == "aten.index_put"]
+    assert len(index_puts) == (0 if rope == "on" else 1)
+    assert set(kernel.kwargs["tensors_to_clone"]) == {"Y", "C2"} | ({"C1"} if rope == "on" else set())
+    reinplace_inplaceable_ops_core(gm.graph)
+    assert kernel.kwargs["tensors_to_clone"] == []
+    assert not [n for n in gm.graph.nodes if op_name(n) == "aten.copy_"]  # every cache written in place
+
+
+def test_cuda_kv_cache_write_is_off_by_default():
+    fn, shapes = _attention_layer()
+    gm, rec = apply_on_fake_cuda(decode_gemv, fn, *shapes)
+    assert _qkv_kernel(gm).kwargs["kwargs"]["CACHE_MASK"] == 0
+    assert len([n for n in gm.graph.nodes if op_name(n) == "aten.index_put"]) == 2
+    assert "kv-cache" not in rec.matches[0].detail["epilogue"]
+
+
+@pytest.mark.parametrize("variant, reason", [
+    (dict(accumulate=True), None),  # index_put(accumulate=True) adds to the cache: not the update
+    (dict(positions="separate"), "differ in layout or position index"),
+    (dict(positions="from_k"), "computed from the projections"),
+])
+def test_cuda_kv_cache_write_not_folded(monkeypatch, variant, reason):
+    monkeypatch.setenv(decode_gemv.KV_WRITE_POLICY_ENV, "on")
+    fn, shapes = _attention_layer(**variant)
+    gm, rec = apply_on_fake_cuda(decode_gemv, fn, *shapes)
+    assert _qkv_kernel(gm).kwargs["kwargs"]["CACHE_MASK"] == 0
+    assert len([n for n in gm.graph.nodes if op_name(n) == "aten.index_put"]) == 2
+    assert "rope on 2" in rec.matches[0].detail["epilogue"]  # the GEMV itself still fires
+    if reason:
+        assert any(reason in n.reason for n in rec.near_misses), rec.near_misses
+
+
 def test_unknown_policy_is_a_clear_error(monkeypatch):
     monkeypatch.setenv(decode_gemv.POLICY_ENV, "sometimes")
     with pytest.raises(ValueError, match="auto, always"):
@@ -406,9 +493,14 @@ def _hf_llama_cuda(hidden=256, layers=2):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("batch", [1, 4])
-@pytest.mark.parametrize("mode, rope", [(None, "off"), ("reduce-overhead", "off"), ("reduce-overhead", "on")])
-def test_gpu_hf_llama_decode(monkeypatch, mode, rope, batch):
+@pytest.mark.parametrize("mode, rope, kv", [(None, "off", "off"), ("reduce-overhead", "off", "off"),
+                                            ("reduce-overhead", "on", "off"), (None, "on", "on"),
+                                            ("reduce-overhead", "on", "on")])
+def test_gpu_hf_llama_decode(monkeypatch, mode, rope, kv, batch):
+    """Four decode steps (each reads the cache the previous ones wrote) match eager, with RoPE and the KV-cache
+    update in the q/k/v GEMV or not."""
     monkeypatch.setenv(decode_gemv.ROPE_POLICY_ENV, rope)
+    monkeypatch.setenv(decode_gemv.KV_WRITE_POLICY_ENV, kv)
     transformers, cfg, model = _hf_llama_cuda()
     got, expected, recs = _hf_decode_steps(transformers, cfg, model, batch=batch, steps=4, prompt=16, patterns=None,
                                            mode=mode)
@@ -416,6 +508,7 @@ def test_gpu_hf_llama_decode(monkeypatch, mode, rope, batch):
         torch.testing.assert_close(g, e, rtol=5e-2, atol=5e-2)
     assert len(matches(recs)) == 4 * 2 + 1
     assert sum("rope on 2" in m.detail.get("epilogue", "") for m in matches(recs)) == (2 if rope == "on" else 0)
+    assert sum("kv-cache write of 2" in m.detail.get("epilogue", "") for m in matches(recs)) == (2 if kv == "on" else 0)
     before, after = ops_of(recs, "before"), ops_of(recs, "after")
     # every linear's GEMM is gone (at batch 1 the rotary embedding's inv_freq @ positions is an mm too: it stays)
     assert before["aten.mm"] - after.get("aten.mm", 0) == 7 * 2 + 1
