@@ -28,6 +28,15 @@ def test_e2e_harness_tiny_cpu(tmp_path):
         assert r["median_ms"] > 0 and r["max_err"] < 1e-3
 
 
+def test_kv_write_bench_tiny_cpu(tmp_path):
+    import bench_kv_write
+
+    out = tmp_path / "kv.json"
+    assert bench_kv_write.main(["--tiny", "--out", str(out)]) == 0
+    (rec,) = json.loads(out.read_text())["records"]
+    assert rec["config"] == "autotuned" and rec["plain_us"] > 0 and rec["kv_write_us"] > 0
+
+
 def test_decode_profile_tiny_cpu(tmp_path):
     import profile_decode
 

@@ -309,7 +309,9 @@ def _block_m(m: int) -> int:
 
 def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y,
             rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0, prefetch: Optional[bool] = None,
-            caches=(None, None, None), cache_index=None) -> None:
+            caches=(None, None, None), cache_index=None, config: Optional[dict] = None) -> None:
+    """Launch the kernel into ``y``; ``config`` (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages) skips the
+    autotuner (the interpreter always does: it would time every config)."""
     m, k = x.shape
     prefetch = PREFETCH if prefetch is None else prefetch
     concat = 1 if (silu_mul or residual is not None) else 1 + (w1 is not None) + (w2 is not None)
@@ -343,10 +345,10 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         eps, norm_offset, rope_dim, rope_weights,
         *_cache_layout(caches, cache_index),
     )  # fmt: skip
-    if INTERPRETED and x.device.type != "cuda":
-        # the autotuner would benchmark every config in the (slow) interpreter: run one config directly
-        one = dict(BLOCK_N=16, BLOCK_K=64, PREFETCH=prefetch and meta["BLOCK_M"] == 1)
-        _gemv_kernel[(sum(triton.cdiv(n, one["BLOCK_N"]) for n in widths),)](*args, **meta, **one, num_warps=4)
+    if config is None and INTERPRETED and x.device.type != "cuda":
+        config = dict(BLOCK_N=16, BLOCK_K=64, PREFETCH=prefetch and meta["BLOCK_M"] == 1, num_warps=4)
+    if config is not None:
+        _gemv_kernel[grid(config)](*args, **meta, **config)
     else:
         wrap_triton(_gemv_m1[prefetch] if meta["BLOCK_M"] == 1 else _gemv_m16)[grid](*args, **meta)
 
