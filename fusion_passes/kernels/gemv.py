@@ -299,6 +299,24 @@ if triton is not None:
                 for p in (False, True)}  # keyed by "may prefetch"; the benchmarks time both
     _gemv_m16 = triton.autotune(configs=_configs(dot=True), key=_KEY)(_gemv_kernel)
 
+    # The KV-cache-writing form at M = 1 runs one fixed config per K instead of autotuning. Inductor's autotuner
+    # clones every tensor a kernel writes before each timing, here the whole K and V caches, and that copy drowns
+    # the ~1 us between configs: on the H200 the in-graph pick ran the 1B q/k/v GEMV in 12.4 us against 7.5 us
+    # for the plain form (logs/s8_kv/profile_decode_kv.json), while every config's stores cost only 0.2-0.6 us
+    # (logs/s8_run3/kv_write.json). These are that file's fastest configs for the 1B (K = 2048) and 8B (K = 4096)
+    # q/k/v shapes.
+    _KV_M1_CONFIGS = {2048: (4, 1024, 4, 2), 4096: (4, 512, 4, 4)}
+    _gemv_kv_m1 = {
+        k: triton.autotune(configs=[triton.Config({"BLOCK_N": n, "BLOCK_K": bk, "PREFETCH": False}, num_warps=w,
+                                                  num_stages=st)], key=_KEY)(_gemv_kernel)
+        for k, (n, bk, w, st) in _KV_M1_CONFIGS.items()
+    }
+
+
+def _kv_m1_kernel(k: int):
+    """The fixed-config kernel for a cache-writing M = 1 launch over K columns (the nearest measured K)."""
+    return _gemv_kv_m1[min(_KV_M1_CONFIGS, key=lambda known: abs(known - k))]
+
 
 INTERPRETED = triton is not None and is_interpreted(_gemv_kernel)
 
@@ -350,7 +368,11 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
     if config is not None:
         _gemv_kernel[grid(config)](*args, **meta, **config)
     else:
-        wrap_triton(_gemv_m1[prefetch] if meta["BLOCK_M"] == 1 else _gemv_m16)[grid](*args, **meta)
+        if meta["BLOCK_M"] > 1:
+            kernel = _gemv_m16
+        else:
+            kernel = _kv_m1_kernel(k) if meta["CACHE_MASK"] else _gemv_m1[prefetch]
+        wrap_triton(kernel)[grid](*args, **meta)
 
 
 def _cache_layout(caches, cache_index) -> tuple:

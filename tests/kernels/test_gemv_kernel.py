@@ -203,6 +203,15 @@ def test_kv_write_checks_the_cache_shapes():
 
 
 @pytest.mark.skipif(not gemv.HAS_TRITON or gemv.INTERPRETED, reason="inspects the autotuners of the compiled kernel")
+def test_kv_write_at_one_row_runs_one_measured_config_per_k():
+    """Inductor would clone both caches before every config's timing, which made its pick 65 % slower on the H200;
+    the cache-writing kernel at M = 1 has one config, the fastest measured for the nearest Llama q/k/v K."""
+    for k, block_k in ((2048, 1024), (1536, 1024), (4096, 512), (8192, 512)):
+        [config] = gemv._kv_m1_kernel(k).configs
+        assert config.kwargs["BLOCK_K"] == block_k and not config.kwargs["PREFETCH"]
+
+
+@pytest.mark.skipif(not gemv.HAS_TRITON or gemv.INTERPRETED, reason="inspects the autotuners of the compiled kernel")
 def test_autotuner_offers_both_m1_loops_and_the_plain_one_alone():
     """Neither M = 1 loop won on every H200 shape, so the default autotuner gets both; the dot tile gets none."""
     def forms(tuner):
