@@ -169,23 +169,16 @@ def _use_triton(q: torch.Tensor) -> bool:
     return HAS_TRITON and (q.is_cuda or (INTERPRETED and type(q) is torch.Tensor))
 
 
-def _broadcast_strides(mask: torch.Tensor, shape: tuple) -> tuple:
-    """The strides that read ``mask`` as broadcast to ``shape`` (0 where it broadcasts), without an ``expand``:
-    traced, an expand of the mask is a new view per layer, and Inductor materialised each one (the whole mask
-    recomputed, one kernel per layer); the mask node itself is computed once and shared."""
-    sizes = (1,) * (len(shape) - mask.dim()) + tuple(mask.shape)
-    strides = (0,) * (len(shape) - mask.dim()) + tuple(mask.stride())
-    if mask.dim() > len(shape) or any(n not in (1, want) for n, want in zip(sizes, shape)):
-        raise ValueError(f"decode_attention: mask of shape {list(mask.shape)} does not broadcast to {list(shape)}")
-    return tuple(0 if n == 1 else st for n, st in zip(sizes, strides))
-
-
 def _launch(q, k, v, mask, scale, is_causal, out, traced: bool) -> None:
     """The two kernels over q [B, H, Sq, D], k/v [B, Hkv, Sk, D|Dv] (last dims contiguous) into ``out``;
     ``traced``: through ``wrap_triton``, so that tracing puts the kernels themselves into the graph."""
     b, h, sq, dim = q.shape
     h_kv, sk, dv = k.shape[1], k.shape[2], v.shape[3]
-    ms = _broadcast_strides(mask, (b, h, sq, sk)) if mask is not None else (0, 0, 0, 0)
+    if mask is not None:
+        mask = mask.expand(b, h, sq, sk)  # strides 0 where it broadcasts: nothing is copied
+        ms = mask.stride()
+    else:
+        ms = (0, 0, 0, 0)
     group = h // h_kv
     block_m = max(16, triton.next_power_of_2(group * sq))
     block_n = 64 if dim <= 128 else 32

@@ -642,26 +642,6 @@ def _fake_cuda_decode_attention(kind):
 DECODE_SHAPES = ((2, H, 1, D), (2, HKV, 24, D), (2, HKV, 24, D), (2, 1, 1, 32))  # q, k cache, v cache, mask
 
 
-def test_cuda_decode_kernels_of_all_layers_read_one_mask(monkeypatch):
-    """Traced, each layer's kernel reads the model's mask (here each layer's slice of it, as HF takes) broadcast
-    by strides, not a per-layer ``expand`` of it, which Inductor materialised once per layer (a mask kernel per
-    layer on the H200)."""
-    monkeypatch.delenv(attention_sdpa.INLINE_POLICY_ENV, raising=False)
-    layer = _fake_cuda_decode_attention("eager")
-
-    def two_layers(q, k, v, mask):
-        return layer(q, k, v, mask) + layer(q * 2, k, v, mask)
-
-    gm, rec = apply_on_fake_cuda(attention_sdpa, two_layers, *DECODE_SHAPES)
-    assert len(rec.matches) == 2
-    kernels = [n for n in gm.graph.nodes if n.target is torch.ops.higher_order.triton_kernel_wrapper_functional
-               and "MASK" in n.kwargs["kwargs"]]
-    masks = [k.kwargs["kwargs"]["MASK"] for k in kernels]
-    assert len(kernels) == 2
-    assert [op_name(m) for m in masks] == ["aten.slice", "aten.slice"]  # the layers' own slices, no expand
-    assert {m.args[0].name for m in masks} == {"mask_1"}
-
-
 def test_cuda_decode_kernel_is_an_extern_op_on_request(monkeypatch):
     monkeypatch.setenv(attention_sdpa.INLINE_POLICY_ENV, "off")
     gm, rec = apply_on_fake_cuda(attention_sdpa, _fake_cuda_decode_attention("eager"), *DECODE_SHAPES)
