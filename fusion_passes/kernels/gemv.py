@@ -10,6 +10,9 @@
     y = torch.ops.fusion_passes.decode_gemv(x, W_0, W_1, W_2, norm_weight, eps, norm_offset, norm_cast,
                                             residual, silu_mul, rope_cos, rope_sin, rope_dim, rope_weights)
 
+``decode_gemv_kv_write`` is the concatenated form that also writes output i's heads into a KV cache
+(HF StaticCache's ``cache_i.index_copy_(2, cache_position, heads_i)``) from the same epilogue.
+
 The weights are read in place (separate pointers, no packing, no copy). Every intermediate is rounded to the
 model dtype T where eager rounds it, so the result differs from eager's only by the fp32 summation order:
 

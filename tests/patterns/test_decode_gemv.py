@@ -449,6 +449,10 @@ def test_unknown_policy_is_a_clear_error(monkeypatch):
     monkeypatch.setenv(decode_gemv.ROPE_POLICY_ENV, "yes")
     with pytest.raises(ValueError, match="FUSION_PASSES_DECODE_ROPE='yes'; use one of on, off"):
         decode_gemv.cache_key()
+    monkeypatch.setenv(decode_gemv.ROPE_POLICY_ENV, "on")
+    monkeypatch.setenv(decode_gemv.KV_WRITE_POLICY_ENV, "true")
+    with pytest.raises(ValueError, match="FUSION_PASSES_DECODE_KV_WRITE='true'; use one of off, on"):
+        decode_gemv.cache_key()
 
 
 # ------------------------------------------------------------------------------------------ GPU
