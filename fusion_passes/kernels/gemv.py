@@ -449,18 +449,28 @@ def decode_gemv(
     """x [M, K] (M <= 16), W_i [N_i, K] -> [M, sum N_i], or [M, N_0] with silu_mul / residual (see module doc).
     With rope_weights > 0 (concatenated outputs only), the first rope_weights outputs are rotated per head of
     rope_dim columns by rope_cos / rope_sin [M, rope_dim]; every N_i must be a multiple of rope_dim."""
+    return _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos, rope_sin,
+                rope_dim, rope_weights)
+
+
+def _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos, rope_sin, rope_dim,
+         rope_weights, caches=(None, None, None), cache_index=None) -> torch.Tensor:
+    """Both ops' body: the kernel on CUDA (or in the interpreter), else the torch reference."""
     if rope_weights and (silu_mul or residual is not None or rope_dim % 2
                          or any(w is not None and w.shape[0] % rope_dim for w in (w0, w1, w2))):
         raise ValueError("decode_gemv: rope needs concatenated outputs whose widths are multiples of an even rope_dim")
     if not _use_triton(x):
-        return reference(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos,
-                         rope_sin, rope_dim, rope_weights)
+        y = reference(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos,
+                      rope_sin, rope_dim, rope_weights)
+        if cache_index is not None:
+            write_cache_reference(y, [w.shape[0] for w in (w0, w1, w2) if w is not None], caches, cache_index)
+        return y
     x, w0, w1, w2, norm_weight, residual, rope_cos, rope_sin = (
         t.contiguous() if t is not None else None for t in (x, w0, w1, w2, norm_weight, residual, rope_cos, rope_sin)
-    )  # no-ops for what the pass inserts: activations and parameters are contiguous
+    )  # no-ops for what the pass inserts: activations and parameters are contiguous (never the caches: written)
     y = torch.empty((x.shape[0], _out_width(w0, w1, w2, residual, silu_mul)), dtype=x.dtype, device=x.device)
     _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y, rope_cos, rope_sin,
-            rope_dim, rope_weights)
+            rope_dim, rope_weights, caches=caches, cache_index=cache_index)
     return y
 
 
@@ -495,17 +505,8 @@ def decode_gemv_kv_write(
     Returns y [M, sum N_i]; the caches are written in place (every cache has one layout)."""
     caches = (cache0, cache1, cache2)
     _check_cache_args(x, (w0, w1, w2), caches, cache_index)
-    if not _use_triton(x):
-        y = reference(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, None, False, rope_cos, rope_sin,
-                      rope_dim, rope_weights)
-        write_cache_reference(y, [w.shape[0] for w in (w0, w1, w2) if w is not None], caches, cache_index)
-        return y
-    x, w0, w1, w2, norm_weight, rope_cos, rope_sin = (
-        t.contiguous() if t is not None else None for t in (x, w0, w1, w2, norm_weight, rope_cos, rope_sin))
-    y = torch.empty((x.shape[0], _out_width(w0, w1, w2, None, False)), dtype=x.dtype, device=x.device)
-    _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, None, False, y, rope_cos, rope_sin, rope_dim,
-            rope_weights, caches=caches, cache_index=cache_index)
-    return y
+    return _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, None, False, rope_cos, rope_sin, rope_dim,
+                rope_weights, caches, cache_index)
 
 
 @decode_gemv_kv_write.register_fake
