@@ -45,33 +45,41 @@ def compile_for_hopper(fn, types: dict, constexprs: dict, aligned: tuple = (), *
 
 
 GEMV_MODES = {
-    # name: (CONCAT_W, HAS_NORM, SILU_MUL, HAS_RES, ROPE)
-    "qkv+norm": (3, True, False, False, False),
-    "qkv+norm+rope": (3, True, False, False, True),
-    "gate_up+silu": (1, True, True, False, False),
-    "o+residual": (1, False, False, True, False),
-    "lm_head": (1, True, False, False, False),
+    # name: (CONCAT_W, HAS_NORM, SILU_MUL, HAS_RES, ROPE, CACHE_MASK)
+    "qkv+norm": (3, True, False, False, False, 0),
+    "qkv+norm+rope": (3, True, False, False, True, 0),
+    "qkv+norm+rope+kv_write": (3, True, False, False, True, 6),
+    "gate_up+silu": (1, True, True, False, False, 0),
+    "o+residual": (1, False, False, True, False, 0),
+    "lm_head": (1, True, False, False, False, 0),
 }
+
+
+def gemv_types(dtype: str) -> dict:
+    """The GEMV kernel's always-present arguments (no norm weight, residual, rope tables or caches)."""
+    ints = ["M", "K", "N0", "N1", "N2", "stride_x", "stride_r", "stride_y", "stride_cs", "rope_dim", "rope_weights",
+            "seq_len", "cache_len", "head_dim", "sc_b", "sc_h", "sc_l", "sc_d"]
+    return {**{n: f"*{dtype}" for n in ("X", "W0", "W1", "W2", "Y")}, **{n: "i32" for n in ints},
+            "eps": "fp32", "norm_offset": "fp32"}
 
 
 @pytest.mark.parametrize("block_m, prefetch", [(1, False), (1, True), (16, False)])
 @pytest.mark.parametrize("mode", sorted(GEMV_MODES))
 def test_decode_gemv_compiles(mode, block_m, prefetch):
-    concat, norm, silu, res, rope = GEMV_MODES[mode]
-    types = {n: "*bf16" for n in ("X", "W0", "W1", "W2", "Y")}
-    types.update({n: "i32" for n in ("M", "K", "N0", "N1", "N2", "stride_x", "stride_r", "stride_y", "stride_cs",
-                                     "rope_dim", "rope_weights")})
-    types.update(eps="fp32", norm_offset="fp32")
+    concat, norm, silu, res, rope, cache_mask = GEMV_MODES[mode]
+    types = gemv_types("bf16")
     if norm:
         types["NW"] = "*bf16"
     if res:
         types["R"] = "*bf16"
     if rope:
         types.update(COS="*bf16", SIN="*bf16")
+    if cache_mask:
+        types.update(C1="*bf16", C2="*bf16", IDX="*i64")
     asm = compile_for_hopper(gemv._gemv_kernel, types, dict(
         CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res, ROPE=rope,
-        BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256, PREFETCH=prefetch), num_warps=4, num_stages=3,
-        aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
+        CACHE_MASK=cache_mask, BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256, PREFETCH=prefetch), num_warps=4,
+        num_stages=3, aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
     assert "cubin" in asm and ".target sm_90" in asm["ptx"]
     if block_m > 1:  # Triton pipelines the loads that feed tl.dot through shared memory
         assert "cp.async" in asm["ptx"]
@@ -82,7 +90,8 @@ def test_decode_gemv_compiles(mode, block_m, prefetch):
     if prefetch:  # the next K tile is in flight while this one is reduced: twice the weight loads in the loop body
         plain = compile_for_hopper(gemv._gemv_kernel, types, dict(
             CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res,
-            ROPE=rope, BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256, PREFETCH=False), num_warps=4, num_stages=3,
+            ROPE=rope, CACHE_MASK=cache_mask, BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256, PREFETCH=False),
+            num_warps=4, num_stages=3,
             aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
         assert len(weight_loads) == 2 * len(re.findall(r"ld\.global\.L1::evict_first\S*", plain["ptx"]))
 
@@ -115,13 +124,10 @@ def test_decode_attention_compiles(mask, causal, scale):
 def test_fp32_dots_use_tf32_only_when_allowed(ieee):
     """With fp32 inputs Triton's tl.dot defaults to TF32; IEEE_F32 (set unless the user allows TF32, as eager's
     fp32 matmuls do) must leave no TF32 tensor-core instruction in the 16-row GEMV tile or the attention kernel."""
-    types = {n: "*fp32" for n in ("X", "W0", "W1", "W2", "Y", "NW")}
-    types.update({n: "i32" for n in ("M", "K", "N0", "N1", "N2", "stride_x", "stride_r", "stride_y", "stride_cs",
-                                     "rope_dim", "rope_weights")})
-    types.update(eps="fp32", norm_offset="fp32")
+    types = {**gemv_types("fp32"), "NW": "*fp32"}
     gemv_ptx = compile_for_hopper(gemv._gemv_kernel, types, dict(
         CONCAT_W=1, HAS_NORM=True, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=True, HAS_RES=False, ROPE=False,
-        BLOCK_M=16, BLOCK_N=16, BLOCK_K=64, PREFETCH=False, IEEE_F32=ieee), num_warps=4, num_stages=2)["ptx"]
+        CACHE_MASK=0, BLOCK_M=16, BLOCK_N=16, BLOCK_K=64, PREFETCH=False, IEEE_F32=ieee), num_warps=4, num_stages=2)["ptx"]
     attn_ptx = compile_for_hopper(decode_attention._decode_attention_kernel, attention_types("fp32"), dict(
         GROUP=4, HAS_MASK=False, IS_CAUSAL=False, BLOCK_M=16, BLOCK_N=64, BLOCK_D=64, BLOCK_DV=64,
         IEEE_F32=ieee), num_warps=4)["ptx"]
