@@ -31,6 +31,13 @@ def add_run_args(p) -> None:
     p.add_argument("--out", default=None, help="JSON path (default benchmarks/results/<kind>_<device>_<torch>.json)")
 
 
+def add_decode_args(p) -> None:
+    """--model / --attn / --context, for the scripts that look at one decode step."""
+    p.add_argument("--model", default="llama-1b")
+    p.add_argument("--attn", default="eager")
+    p.add_argument("--context", type=int, default=1024)
+
+
 def run_dtype(args, variants_attr: str | None = "variants") -> torch.dtype:
     """bf16 on GPU, fp32 on CPU; off GPU also drops the ``+cudagraphs`` variants' suffix (no CUDA graphs there)."""
     cuda = args.device.startswith("cuda")

@@ -18,7 +18,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_e2e import build_model, make_variant, step_for, variant_env, workload_inputs  # noqa: E402
-from common import add_run_args, run_dtype, write_results  # noqa: E402
+from common import add_decode_args, add_run_args, run_dtype, write_results  # noqa: E402
 
 
 def timeline(kernel_events: list, steps: int, first: int) -> dict:
@@ -76,9 +76,7 @@ def main(argv=None) -> int:
     from tabulate import tabulate
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="llama-1b")
-    p.add_argument("--attn", default="eager")
-    p.add_argument("--context", type=int, default=1024)
+    add_decode_args(p)
     p.add_argument("--variants", nargs="+", default=["stock+cudagraphs", "fusion_passes+cudagraphs"])
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--top", type=int, default=15)

@@ -37,6 +37,32 @@ def test_kv_write_bench_tiny_cpu(tmp_path):
     assert rec["config"] == "autotuned" and rec["plain_us"] > 0 and rec["kv_write_us"] > 0
 
 
+def test_decode_code_lists_the_launches_with_their_source_nodes(tmp_path):
+    import decode_code
+
+    generated = "\n".join([
+        "triton_poi_fused_le_where_0 = async_compile.triton('triton_poi_fused_le_where_0', '...')",
+        "_gemv_kernel_0 = async_compile.triton('_gemv_kernel', '...')",
+        "class Runner:",
+        "    def call(self, args):",
+        "        # Topologically Sorted Source Nodes: [kv_arange, attention_mask], Original ATen: [aten.arange, aten.le]",
+        "        stream0 = get_raw_stream(0)",
+        "        triton_poi_fused_le_where_0.run(buf0, 16, stream=stream0)",
+        "        _gemv_kernel_0.run(buf1, buf2, stream=stream0)",
+        "        buf3 = torch.ops.fusion_passes.decode_attention.default(buf1, buf0)",
+        "        extern_kernels.mm(buf3, arg1_1, out=buf4)",
+    ])
+    rows = decode_code.kernel_launches(generated)
+    assert [(r["kernel"], r["sources"]) for r in rows] == [
+        ("triton_poi_fused_le_where_0", "kv_arange, attention_mask"), ("_gemv_kernel_0", ""),
+        ("torch.ops.fusion_passes.decode_attention.default", ""), ("extern_kernels.mm", "")]
+    out = tmp_path / "code.json"
+    assert decode_code.main(["--tiny", "--device", "cpu", "--out", str(out)]) == 0
+    (rec,) = json.loads(out.read_text())["records"]
+    assert rec["launches"] == len(rec["kernels"]) > 5
+    assert any("packed_linear" in k["kernel"] and "linear" in k["sources"] for k in rec["kernels"])
+
+
 def test_decode_profile_tiny_cpu(tmp_path):
     import profile_decode
 
