@@ -180,6 +180,33 @@ def test_hf_decode_step_with_decode_kernels(decode_kernels_everywhere, name, att
     assert not [e for r in recs for e in r.errors]
 
 
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_every_layers_decode_kernel_reads_one_mask(decode_kernels_everywhere, attn):
+    """Inductor recomputed the (cheap, pointwise) mask for each layer's decode kernel: one kernel per layer. The
+    pass hands every layer one materialised mask (``inductor_force_stride_order``): in the generated code all the
+    decode_attention calls read one buffer, and the step still matches eager."""
+    import re
+
+    import fusion_passes
+    from torch._inductor.utils import run_and_get_code
+
+    model = _causal_lm("llama", attn)  # 2 layers
+    prompt = _ids(batch=1, seq=6)
+    expected, _ = _greedy(model, prompt, 2)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=fusion_passes.backend())
+    (got, _), codes = run_and_get_code(lambda: _greedy(compiled, prompt, 2))
+    assert torch.equal(got, expected)
+    calls = [line for code in codes for line in code.splitlines()
+             if "fusion_passes.decode_attention.default(" in line and "assert" not in line]
+    # the mask is the 4th argument (after q, which may be a reinterpret_tensor(...) with commas inside); the
+    # 6-token prompt's graph has no mask (causal)
+    args = [re.sub(r"reinterpret_tensor\([^()]*(\([^()]*\)[^()]*)*\)", "q", c.split("default(", 1)[1]).split(", ")
+            for c in calls]
+    masks = [a[3] for a in args if a[3] != "None"]
+    assert len(masks) == 2 and len(set(masks)) == 1, calls
+
+
 @pytest.mark.parametrize("rope", ["off", "on"])
 def test_hf_llama_64_token_greedy_generation_matches_eager(decode_kernels_everywhere, monkeypatch, rope):
     """#8: 64 greedy tokens with every family (decode kernels included, RoPE in the q/k GEMV or not) give eager's

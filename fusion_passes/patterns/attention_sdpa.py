@@ -648,8 +648,9 @@ def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
     return out.squeeze(1) if heads_dim else out
 
 
-def _insert_sdpa(graph: fx.Graph, attn: _Attention) -> list[fx.Node]:
-    """Trace the SDPA replacement on the matched tensors' fake values and splice it in before ``attn.output``."""
+def _insert_sdpa(graph: fx.Graph, attn: _Attention, masks: dict) -> list[fx.Node]:
+    """Trace the SDPA replacement on the matched tensors' fake values and splice it in before ``attn.output``;
+    ``masks``: the decode masks already materialised in this graph (filled as they are made)."""
     from torch._guards import detect_fake_mode
     from torch._inductor.pattern_matcher import fwd_only
 
@@ -673,10 +674,75 @@ def _insert_sdpa(graph: fx.Graph, attn: _Attention) -> list[fx.Node]:
         out = graph.graph_copy(traced.graph, env)
     attn.output.replace_all_uses_with(out)
     inserted = [env[n] for n in traced.graph.nodes if n.op == "call_function"]
+    for node in [n for n in inserted if n.target is decode_kernel.decode_attention]:
+        inserted = _share_decode_mask(graph, node, inserted, masks)
     if val(attn.q).device.type == "cuda" and inline_policy() == "on":
         inserted = [m for n in inserted for m in _inline_decode_kernel(graph, n)]
     copy_stack_trace([attn.output, attn.chain[0]], inserted)
     return inserted
+
+
+def _share_decode_mask(graph: fx.Graph, node: fx.Node, inserted: list[fx.Node], masks: dict) -> list[fx.Node]:
+    """Give ``node`` (a decode_attention) the graph's one materialised copy of its mask; returns ``inserted`` updated.
+
+    Every layer's decode kernel reads the same mask (HF builds one per forward; a bool mask is converted to an
+    additive one per layer, the same nodes each time). It is a cheap pointwise result, below Inductor's threshold
+    for materialising a reused value, so Inductor computed the whole mask again for every layer's kernel (seen in
+    its CPU code: one mask per layer; the H200 profile has one small mask-named kernel per layer, not yet shown to
+    be this). ``inductor_force_stride_order`` makes it one buffer, computed once, that every layer's kernel reads."""
+    mask = node.args[3]
+    if not isinstance(mask, fx.Node):
+        return inserted
+    key = _structure(mask)
+    shared = masks.get(key)
+    if shared is None or not _precedes(shared, node):
+        value = val(mask)
+        with graph.inserting_after(mask):
+            shared = graph.call_function(torch.ops.prims.inductor_force_stride_order.default,
+                                         (mask, list(value.stride())))
+        # its value: a fresh buffer of the mask's layout (the prim's own eager impl copies, which needs a device)
+        with torch._guards.detect_fake_mode([value]):
+            shared.meta["val"] = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype,
+                                                     device=value.device)
+        masks[key] = shared
+        inserted = [*inserted, shared]
+    node.update_arg(3, shared)
+    gone = set(erase_dead(graph, [mask]))
+    return [n for n in inserted if n not in gone]
+
+
+def _structure(node: fx.Node, memo: dict | None = None, depth: int = 0) -> Any:
+    """A hashable description of the value ``node`` computes: pure ATen ops by target and (described) arguments,
+    so that two layers' identical slices or conversions of the model's mask compare equal; anything else (inputs,
+    random or mutating ops, or past a depth where it no longer matters) by identity."""
+    memo = {} if memo is None else memo
+    if node in memo:
+        return memo[node]
+    target = node.target
+    pure = (node.op == "call_function" and isinstance(target, torch._ops.OpOverload) and depth < 32
+            and not target._schema.is_mutable and torch.Tag.nondeterministic_seeded not in target.tags
+            and "empty" not in target.__name__)
+
+    def arg(a):
+        if isinstance(a, fx.Node):
+            return _structure(a, memo, depth + 1)
+        if isinstance(a, (list, tuple)):
+            return tuple(arg(x) for x in a)
+        if isinstance(a, dict):
+            return tuple(sorted((k, arg(v)) for k, v in a.items()))
+        return a
+
+    memo[node] = (target, arg(node.args), arg(node.kwargs)) if pure else node
+    return memo[node]
+
+
+def _precedes(a: fx.Node, b: fx.Node) -> bool:
+    node = a
+    while node.op != "root":
+        if node is b:
+            return True
+        node = node.next
+    return False
 
 
 def _inline_decode_kernel(graph: fx.Graph, node: fx.Node) -> list[fx.Node]:
@@ -775,14 +841,14 @@ def _match_sdpa_decode(node: fx.Node, grad_enabled: bool) -> _Attention | None:
     return attn
 
 
-def _rewrite_sdpa_decodes(graph: fx.Graph, ctx) -> None:
+def _rewrite_sdpa_decodes(graph: fx.Graph, ctx, masks: dict) -> None:
     for node in [n for n in graph.nodes if op_name(n) in _SDPA_BACKENDS]:
         try:
             attn = _match_sdpa_decode(node, ctx.grad_enabled)
             if attn is None:
                 continue
             order = {n: i for i, n in enumerate(graph.nodes)}
-            inserted = _insert_sdpa(graph, attn)
+            inserted = _insert_sdpa(graph, attn, masks)
         except _Miss as miss:
             ctx.near_miss(miss.node, miss.reason)
             continue
@@ -802,7 +868,8 @@ def _rewrite_sdpa_decodes(graph: fx.Graph, ctx) -> None:
 def apply(graph: fx.Graph, ctx) -> None:
     """Rewrite every eager attention in ``graph`` into SDPA, and decode-sized SDPA calls into the decode kernel;
     report the ones that almost matched."""
-    _rewrite_sdpa_decodes(graph, ctx)  # first: the SDPA calls the eager rewrites below insert are final
+    masks: dict = {}  # one shared, materialised mask per distinct decode mask (see _share_decode_mask)
+    _rewrite_sdpa_decodes(graph, ctx, masks)  # first: the SDPA calls the eager rewrites below insert are final
     for bmm1 in [n for n in graph.nodes if is_op(n, aten.bmm)]:
         if getattr(bmm1, "_erased", False):
             continue  # erased by an earlier rewrite (it was that attention's bmm with V)
@@ -816,7 +883,7 @@ def apply(graph: fx.Graph, ctx) -> None:
         saved = 2 * tensor_bytes(bmm1)  # the [*batch, Sq, Sk] scores and weights are no longer written and read
         order = {n: i for i, n in enumerate(graph.nodes)}
         try:
-            inserted = _insert_sdpa(graph, attn)
+            inserted = _insert_sdpa(graph, attn, masks)
         except _Miss as miss:
             ctx.near_miss(miss.node, miss.reason)
             continue
