@@ -89,17 +89,37 @@ def make_variant(model, variant: str):
     import fusion_passes
 
     cudagraphs = variant.endswith("+cudagraphs")
-    base = variant.removesuffix("+cudagraphs")
+    base = variant.removesuffix("+cudagraphs").split("+")[0]
     mode = "reduce-overhead" if cudagraphs else None
+    options = inductor_options(variant)  # an unknown suffix raises here, before a compile
     torch._dynamo.reset()
     if base == "eager":
         return model
     if base == "stock":
+        if options:  # torch.compile takes a mode or options, not both: the mode's options go in with ours
+            from torch._inductor import list_mode_options
+
+            return torch.compile(model, options={**(list_mode_options(mode) if mode else {}), **options})
         return torch.compile(model, mode=mode)
-    if base.split("+")[0] == "fusion_passes":
-        forced_policies(variant)  # an unknown suffix raises here, before a compile
-        return torch.compile(model, backend=fusion_passes.backend(mode=mode))
+    if base == "fusion_passes":
+        forced_policies(variant)
+        return torch.compile(model, backend=fusion_passes.backend(mode=mode, options=options or None))
     raise ValueError(f"unknown variant {variant!r}")
+
+
+# Suffixes that set Inductor options (stock or ours): "combo" fuses independent small kernels into one launch
+# (Inductor's combo kernels; a decode step has many tiny ones, e.g. HF's per-layer cache counters).
+INDUCTOR_SUFFIXES = {"combo": {"combo_kernels": True}}
+
+
+def inductor_options(variant: str) -> dict:
+    """The Inductor options a variant's suffixes set; a suffix its base does not take is a ValueError."""
+    name, *parts = variant.removesuffix("+cudagraphs").split("+")
+    if name != "fusion_passes":
+        unknown = [p for p in parts if p not in INDUCTOR_SUFFIXES]
+        if unknown:
+            raise ValueError(f"unknown variant {variant!r}: {name} takes only {', '.join(INDUCTOR_SUFFIXES)}")
+    return {k: v for p in parts if p in INDUCTOR_SUFFIXES for k, v in INDUCTOR_SUFFIXES[p].items()}
 
 
 def forced_policies(variant: str) -> dict[str, str]:
@@ -118,10 +138,11 @@ def forced_policies(variant: str) -> dict[str, str]:
     name, *parts = variant.removesuffix("+cudagraphs").split("+")
     if name != "fusion_passes":
         return {}
-    unknown = [p for p in parts if p not in suffixes]
+    unknown = [p for p in parts if p not in suffixes and p not in INDUCTOR_SUFFIXES]
     if unknown:
-        raise ValueError(f"unknown variant {variant!r}: no suffix {', '.join(unknown)} (known: {', '.join(suffixes)})")
-    return dict(suffixes[p] for p in parts)
+        raise ValueError(f"unknown variant {variant!r}: no suffix {', '.join(unknown)} "
+                         f"(known: {', '.join([*suffixes, *INDUCTOR_SUFFIXES])})")
+    return dict(suffixes[p] for p in parts if p in suffixes)
 
 
 @contextlib.contextmanager

@@ -23,6 +23,7 @@
 #   bash benchmarks/run_gpu.sh kv_tests      # the KV-cache update in the q/k/v GEMV: GPU tests (+ the GEMV kernel tests)
 #   bash benchmarks/run_gpu.sh kv [llama-1b|llama-8b] [eager|sdpa]  # ... and decode with CUDA graphs: stock vs ours vs +kv
 #   bash benchmarks/run_gpu.sh kv_bench      # the q/k/v GEMV with / without the cache stores, per kernel config
+#   bash benchmarks/run_gpu.sh combo         # 1B decode: Inductor's combo kernels (many tiny kernels -> fewer launches)
 #   bash benchmarks/run_gpu.sh code [eager|sdpa]  # Inductor's kernels for one 1B decode step and the nodes each computes
 #   bash benchmarks/run_gpu.sh profile_kv    # per-kernel profile of the 1B decode step, ours vs ours+kv
 # On a machine with two GPUs, two parts can run at once: CUDA_VISIBLE_DEVICES=1 bash benchmarks/run_gpu.sh ...
@@ -115,6 +116,10 @@ case "${1:-}" in
       --out "$OUT/e2e_decode_kv_${2:-llama-1b}_${3:-eager}.json" 2>&1 | grep -v Warning | tail -6 ;;
   kv_bench)
     python3 benchmarks/bench_kv_write.py --out "$OUT/kv_write.json" 2>&1 | grep -v Warn | tail -72 ;;
+  combo)  # llama-1b decode with CUDA graphs, with and without Inductor's combo kernels, stock and ours
+    python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads decode-1024 --variants stock+cudagraphs \
+      stock+combo+cudagraphs fusion_passes+cudagraphs fusion_passes+combo+cudagraphs --budget-s 480 \
+      --out "$OUT/e2e_decode_combo.json" 2>&1 | grep -v Warning | tail -12 ;;
   code)  # the kernels of one 1B decode step, each with the graph nodes it computes (${2:-eager} attention)
     python3 benchmarks/decode_code.py --attn "${2:-eager}" --code-out "$OUT/decode_step_code.py" \
       --out "$OUT/decode_code.json" 2>&1 | grep -v Warn | tail -60 ;;
@@ -125,6 +130,6 @@ case "${1:-}" in
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -12 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code" >&2
+  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo" >&2
      exit 2 ;;
 esac

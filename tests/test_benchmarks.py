@@ -170,6 +170,11 @@ def test_inline_variant_combines_with_rope_and_unknown_suffixes_are_refused(monk
     assert attention_sdpa.inline_policy() == "on" and decode_gemv.rope_policy() == "on"
     with bench_e2e.variant_env("fusion_passes+kv+noinline"):
         assert decode_gemv.kv_write_policy() == "on" and attention_sdpa.inline_policy() == "off"
+    assert bench_e2e.inductor_options("fusion_passes+combo+kv+cudagraphs") == {"combo_kernels": True}
+    assert bench_e2e.forced_policies("fusion_passes+combo+kv") == {decode_gemv.KV_WRITE_POLICY_ENV: "on"}
+    assert bench_e2e.inductor_options("stock+combo") == {"combo_kernels": True}
+    with pytest.raises(ValueError, match="stock takes only combo"):
+        bench_e2e.make_variant(torch.nn.Linear(2, 2), "stock+kv")
     with pytest.raises(ValueError, match="unknown variant 'fusion_passes\\+inlined'"):
         bench_e2e.make_variant(torch.nn.Linear(2, 2), "fusion_passes+inlined")
 
