@@ -80,6 +80,13 @@ def per_call_ms(fn, device: str, calls: int = 50) -> float:
     return sorted(times)[len(times) // 2]
 
 
+def kernel_bench_target(args) -> tuple[str, torch.dtype, list[str]]:
+    """(device, dtype, model shapes) of a kernel benchmark: the GPU in bf16, or with --tiny the tiny shapes on
+    CPU in fp32."""
+    device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
+    return device, torch.bfloat16 if device == "cuda" else torch.float32, ["tiny"] if args.tiny else args.models
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", nargs="+", default=["llama-1b", "llama-8b"])
@@ -88,9 +95,7 @@ def main(argv=None) -> int:
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
-    dtype = torch.bfloat16 if device == "cuda" else torch.float32
-    models = ["tiny"] if args.tiny else args.models
+    device, dtype, models = kernel_bench_target(args)
     bw = copy_bandwidth_gbs(device)
     op = torch.ops.fusion_passes.decode_gemv
     records = []

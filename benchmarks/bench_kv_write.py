@@ -20,7 +20,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_gemv import per_call_ms  # noqa: E402
+from bench_gemv import kernel_bench_target, per_call_ms  # noqa: E402
 from common import write_results  # noqa: E402
 
 from fusion_passes.kernels import gemv  # noqa: E402
@@ -34,9 +34,7 @@ def main(argv=None) -> int:
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
-    dtype = torch.bfloat16 if device == "cuda" else torch.float32
-    models = ["tiny"] if args.tiny else args.models
+    device, dtype, models = kernel_bench_target(args)
     configs = [None]
     if device == "cuda":
         configs += [dict(**c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages)

@@ -140,6 +140,16 @@ def depends_on(node: fx.Node, targets) -> bool:
     return False
 
 
+def precedes(a: fx.Node, b: fx.Node) -> bool:
+    """Whether ``a`` comes before ``b`` (or is ``b``) in their graph's order."""
+    node = a
+    while node.op != "root":
+        if node is b:
+            return True
+        node = node.next
+    return False
+
+
 def erase_dead(graph: fx.Graph, nodes) -> list[fx.Node]:
     """Erase those of ``nodes`` (and what only they used) that nothing uses any more: the ops a rewrite replaced,
     their transposes and reshapes, constants only they read. Impure nodes stay. Any order; returns the erased."""

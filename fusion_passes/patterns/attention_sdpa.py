@@ -522,6 +522,12 @@ def _decode_sized(q: torch.Tensor) -> bool:
 # --------------------------------------------------------------------------------------------- causal masks
 
 
+def _deterministic_op(n: fx.Node) -> bool:
+    """An ATen op whose value depends only on its arguments: no random numbers, no uninitialised memory."""
+    return (n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
+            and torch.Tag.nondeterministic_seeded not in n.target.tags and "empty" not in n.target.__name__)
+
+
 def _constant_subgraph(node: fx.Node) -> list[fx.Node] | None:
     """The nodes computing ``node`` in topological order, if none of them reads a graph input, a random
     number generator or uninitialised memory, and all shapes are static (e.g. a mask built from ``arange``)."""
@@ -532,9 +538,7 @@ def _constant_subgraph(node: fx.Node) -> list[fx.Node] | None:
         if n in seen:
             return True
         seen.add(n)
-        if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload) or len(seen) > _MAX_CONST_NODES:
-            return False
-        if torch.Tag.nondeterministic_seeded in n.target.tags or "empty" in n.target.__name__:
+        if not _deterministic_op(n) or len(seen) > _MAX_CONST_NODES:
             return False
         t = val(n)
         if isinstance(t, torch.Tensor) and (
@@ -695,7 +699,7 @@ def _share_decode_mask(graph: fx.Graph, node: fx.Node, inserted: list[fx.Node], 
         return inserted
     key = _structure(mask)
     shared = masks.get(key)
-    if shared is None or not _precedes(shared, node):
+    if shared is None or not graph_utils.precedes(shared, node):
         value = val(mask)
         with graph.inserting_after(mask):
             shared = graph.call_function(torch.ops.prims.inductor_force_stride_order.default,
@@ -718,10 +722,7 @@ def _structure(node: fx.Node, memo: dict | None = None, depth: int = 0) -> Any:
     memo = {} if memo is None else memo
     if node in memo:
         return memo[node]
-    target = node.target
-    pure = (node.op == "call_function" and isinstance(target, torch._ops.OpOverload) and depth < 32
-            and not target._schema.is_mutable and torch.Tag.nondeterministic_seeded not in target.tags
-            and "empty" not in target.__name__)
+    pure = depth < 32 and _deterministic_op(node) and not node.target._schema.is_mutable
 
     def arg(a):
         if isinstance(a, fx.Node):
@@ -732,17 +733,8 @@ def _structure(node: fx.Node, memo: dict | None = None, depth: int = 0) -> Any:
             return tuple(sorted((k, arg(v)) for k, v in a.items()))
         return a
 
-    memo[node] = (target, arg(node.args), arg(node.kwargs)) if pure else node
+    memo[node] = (node.target, arg(node.args), arg(node.kwargs)) if pure else node
     return memo[node]
-
-
-def _precedes(a: fx.Node, b: fx.Node) -> bool:
-    node = a
-    while node.op != "root":
-        if node is b:
-            return True
-        node = node.next
-    return False
 
 
 def _inline_decode_kernel(graph: fx.Graph, node: fx.Node) -> list[fx.Node]:

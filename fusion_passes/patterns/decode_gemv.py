@@ -271,11 +271,12 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx) -> None:
     weights = [*[lin.weight for lin in lins], *[None] * (3 - len(lins))]
     with graph.inserting_after(rope_args[1] if rope_args else x2):
         if writes:
+            args = [x2, *weights, *tail[:4], *(rope_args or [None, None, 0, 0])]
+            caches = [w.cache if w else None for w in [*writes, *[None] * (3 - len(writes))]]
+            mutated = tuple(len(args) + i for i, c in enumerate(caches) if c is not None)
             outs, inserted = graph_utils.insert_traced(
-                graph, _KV_OP, [x2, *weights, *tail[:4], *(rope_args or [None, None, 0, 0]),
-                                *[w.cache if w else None for w in writes], *[None] * (3 - len(writes)),
-                                next(w.index for w in writes if w)],
-                written=("Y", "C0", "C1", "C2"), mutated=tuple(12 + i for i, w in enumerate(writes) if w))
+                graph, _KV_OP, [*args, *caches, next(w.index for w in writes if w)],
+                written=("Y", "C0", "C1", "C2"), mutated=mutated)
         else:
             outs, inserted = _insert_op(graph, [x2, *weights, *tail, *rope_args], fake)
     replaced = [*norm.interior, norm.y, *(lin.mm for lin in lins)]
@@ -355,8 +356,6 @@ def _heads(lin: linears.Linear, m: int) -> fx.Node | None:
         return None
     b, h, s, d = shape_of(heads)
     if not all(isinstance(v, int) for v in (b, h, s, d)) or b * s != m or h * d != lin.width:
-        return None
-    if not same_shape(shape_of(node), (b, s, h, d)):
         return None
     return heads
 
