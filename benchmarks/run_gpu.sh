@@ -121,8 +121,8 @@ case "${1:-}" in
       stock+combo+cudagraphs fusion_passes+cudagraphs fusion_passes+combo+cudagraphs --budget-s 480 \
       --out "$OUT/e2e_decode_combo.json" 2>&1 | grep -v Warning | tail -12 ;;
   code)  # the kernels of one 1B decode step, each with the graph nodes it computes (${2:-eager} attention)
-    python3 benchmarks/decode_code.py --attn "${2:-eager}" --code-out "$OUT/decode_step_code.py" \
-      --out "$OUT/decode_code.json" 2>&1 | grep -v Warn | tail -60 ;;
+    python3 benchmarks/decode_code.py --attn "${2:-eager}" --code-out "$OUT/decode_step_code_${2:-eager}.py" \
+      --out "$OUT/decode_code_${2:-eager}.json" 2>&1 | grep -v Warn | tail -60 ;;
   profile_kv)
     python3 benchmarks/profile_decode.py --variants fusion_passes+cudagraphs fusion_passes+kv+cudagraphs \
       --out "$OUT/profile_decode_kv.json" 2>&1 | grep -v Warning | tail -45 ;;
