@@ -26,6 +26,7 @@
 #   bash benchmarks/run_gpu.sh combo         # 1B decode: Inductor's combo kernels (many tiny kernels -> fewer launches)
 #   bash benchmarks/run_gpu.sh code [eager|sdpa]  # Inductor's kernels for one 1B decode step and the nodes each computes
 #   bash benchmarks/run_gpu.sh profile_kv    # per-kernel profile of the 1B decode step, ours vs ours+kv
+#   bash benchmarks/run_gpu.sh configs [llama-1b|llama-8b]  # every M = 1 GEMV config per linear, weights from HBM
 # On a machine with two GPUs, two parts can run at once: CUDA_VISIBLE_DEVICES=1 bash benchmarks/run_gpu.sh ...
 # Results land in $OUT (the device tool brings them back) and are then copied to benchmarks/results/.
 set -uo pipefail
@@ -126,10 +127,18 @@ case "${1:-}" in
   profile_kv)
     python3 benchmarks/profile_decode.py --variants fusion_passes+cudagraphs fusion_passes+kv+cudagraphs \
       --out "$OUT/profile_decode_kv.json" 2>&1 | grep -v Warning | tail -45 ;;
+  configs)  # Triton compiles the configs in 8 processes first (CPU-bound), then one process times them
+    for i in 0 1 2 3 4 5 6 7; do
+      timeout 300 python3 benchmarks/bench_gemv_configs.py --model "${2:-llama-1b}" --compile-only --shard $i/8 \
+        > "$OUT/gemv_configs_compile_${2:-llama-1b}_$i.log" 2>&1 &
+    done
+    wait
+    timeout 240 python3 benchmarks/bench_gemv_configs.py --model "${2:-llama-1b}" \
+      --out "$OUT/gemv_configs_${2:-llama-1b}.json" 2>&1 | grep -v Warn | tail -40 ;;
   chain)
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -12 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo" >&2
+  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs" >&2
      exit 2 ;;
 esac

@@ -1,0 +1,161 @@
+"""Every M = 1 decode GEMV config, per decoder linear, with its weights streamed from HBM: the measured table.
+
+    python benchmarks/bench_gemv_configs.py --model llama-1b                       # GPU: time every config
+    python benchmarks/bench_gemv_configs.py --model llama-1b --compile-only --shard 0/8   # warm Triton's cache
+    python benchmarks/bench_gemv_configs.py --tiny                                 # CPU smoke run (interpreter)
+
+The compiled decode step used to autotune each GEMV shape in place. Inductor's autotuner times a config by calling
+it again and again on the same weights (L2-hot for the 1B shapes), and it clones every tensor a kernel writes (the
+whole KV caches for the cache-writing form), so its pick is not the fastest config in a real step, and it adds
+compile time. Here each linear of a decoder layer runs, for every config, over enough copies of its weights to
+exceed the L2 several times over (as the step's 16 or 32 layers do), in one CUDA graph; the per-call time is the
+graph's time over the number of calls. Forms are those the decode step launches:
+
+    qkv:     y = rope(rmsnorm(x) @ [Wq; Wk; Wv].T)           (q, k rotated)
+    qkv_kv:  the same, also storing k and v into the caches at cache_position
+    o, down: y = x @ W.T + residual
+    gate_up: y = silu(rmsnorm(x) @ Wg.T) * (rmsnorm(x) @ Wu.T)
+
+``--compile-only --shard i/n`` launches each config once without timing, so n processes can fill Triton's disk
+cache in parallel before one process times them all. Prints the fastest config per linear next to the
+autotuner's pick and writes ``benchmarks/results/gemv_configs_<device>_<torch>.json``; the fastest configs are
+what ``fusion_passes/kernels/gemv_table.py`` holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from bench_e2e import CONFIGS  # noqa: E402
+from common import median_ms, write_results  # noqa: E402
+
+from fusion_passes.kernels import gemv  # noqa: E402
+
+LINEARS = ("qkv", "qkv_kv", "o", "gate_up", "down")
+L2_BYTES = 60 * 2**20
+# Tiles beyond the autotuner's list: longer K tiles and two-row programs put more bytes in flight per program.
+EXTRA_SHAPES = [(2, 1024, 4, 2), (2, 2048, 4, 2), (4, 2048, 4, 2), (4, 2048, 8, 2), (8, 2048, 8, 2),
+                (4, 1024, 4, 3), (4, 1024, 8, 2)]
+
+
+def sweep_configs() -> list[dict]:
+    """The autotuner's M = 1 configs (both loops) and the extra tiles, as ``gemv._launch`` config dicts."""
+    out = [dict(**c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages)
+           for c in gemv._configs(dot=False, prefetch=True)]
+    out += [dict(BLOCK_N=n, BLOCK_K=k, PREFETCH=p, num_warps=w, num_stages=s)
+            for p in (False, True) for n, k, w, s in EXTRA_SHAPES]
+    return out
+
+
+def config_name(c: dict) -> str:
+    return "N{BLOCK_N} K{BLOCK_K} w{num_warps} s{num_stages}{p}".format(**c, p=" prefetch" * c["PREFETCH"])
+
+
+def linear_calls(name: str, cfg: dict, device, dtype, copies: int | None = None):
+    """(weight bytes of one call, calls, launch(config)) for one linear: ``calls`` launches, each on its own copy of
+    the weights, into one output."""
+    h, f = cfg["hidden_size"], cfg["intermediate_size"]
+    d = h // cfg["num_attention_heads"]
+    kv = cfg["num_key_value_heads"] * d
+    k, widths = {"qkv": (h, (h, kv, kv)), "qkv_kv": (h, (h, kv, kv)), "o": (h, (h,)), "gate_up": (h, (f, f)),
+                 "down": (f, (h,))}[name]
+    nbytes = sum(widths) * k * torch.finfo(dtype).bits // 8
+    calls = copies or max(4, math.ceil(3 * L2_BYTES / nbytes))
+    sets = [[torch.randn(n, k, device=device, dtype=dtype) * k**-0.5 for n in widths] for _ in range(calls)]
+    x = torch.randn(1, k, device=device, dtype=dtype)
+    nw = torch.rand(k, device=device, dtype=dtype) + 0.5 if name in ("qkv", "qkv_kv", "gate_up") else None
+    res = torch.randn(1, h, device=device, dtype=dtype) if name in ("o", "down") else None
+    silu = name == "gate_up"
+    rope = (torch.rand(1, d, device=device).cos().to(dtype), torch.rand(1, d, device=device).sin().to(dtype), d, 2) \
+        if name.startswith("qkv") else (None, None, 0, 0)
+    caches = (None, *(torch.zeros(1, cfg["num_key_value_heads"], 1280, d, device=device, dtype=dtype)
+                      for _ in range(2))) if name == "qkv_kv" else (None, None, None)
+    pos = torch.tensor([1000], device=device)
+    y = torch.empty(1, gemv._out_width(*(sets[0] + [None] * (3 - len(widths))), res, silu), device=device,
+                    dtype=dtype)
+
+    def launch(config):
+        for ws in sets:
+            w3 = ws + [None] * (3 - len(ws))
+            gemv._launch(x, *w3, nw, 1e-5, 0.0, True, res, silu, y, *rope, caches=caches, cache_index=pos,
+                         config=config)
+
+    return nbytes, calls, launch
+
+
+def graph_us_per_call(launch, calls: int, device: str) -> float:
+    launch()  # compile outside the graph
+    if not device.startswith("cuda"):
+        return median_ms(launch, device, iters=1, warmup=0) * 1e3 / calls
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        launch()
+    return median_ms(g.replay, device, iters=20) * 1e3 / calls
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="llama-1b", choices=sorted(CONFIGS))
+    p.add_argument("--linears", nargs="+", default=list(LINEARS), choices=LINEARS)
+    p.add_argument("--compile-only", action="store_true")
+    p.add_argument("--shard", default="0/1", help="i/n: this process takes every n-th config from the i-th")
+    p.add_argument("--tiny", action="store_true")
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+    device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
+    if device == "cpu" and not gemv.INTERPRETED:
+        print("needs a GPU, or TRITON_INTERPRET=1 with --tiny")
+        return 1
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    model = "tiny" if args.tiny else args.model
+    cfg = CONFIGS[model]
+    i, n = (int(v) for v in args.shard.split("/"))
+    configs = sweep_configs()[i::n] if device == "cuda" else [dict(BLOCK_N=4, BLOCK_K=32, PREFETCH=True,
+                                                                   num_warps=4, num_stages=2)]
+    torch.manual_seed(0)
+    records = []
+    for name in args.linears:
+        nbytes, calls, launch = linear_calls(name, cfg, device, dtype, copies=2 if args.tiny else None)
+        if args.compile_only:
+            for c in configs:
+                launch(c)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            print(f"[configs] {model} {name}: compiled {len(configs)} configs", flush=True)
+            continue
+        rows = []
+        for c in configs:
+            us = graph_us_per_call(lambda c=c: launch(c), calls, device)
+            rows.append(dict(model=model, linear=name, config=config_name(c), us=round(us, 2),
+                             tb_s=round(nbytes / us / 1e6, 3), **c))
+        rows.sort(key=lambda r: r["us"])
+        for rank, r in enumerate(rows):
+            r["rank"] = rank
+        records += rows
+        best = rows[0]
+        tuned = {}
+        if device == "cuda" and name != "qkv_kv":  # the autotuned op as the step used to launch it
+            tuned_us = graph_us_per_call(lambda: launch(None), calls, device)
+            pick = gemv._gemv_m1[gemv.PREFETCH].best_config
+            tuned = dict(autotuned_us=round(tuned_us, 2), autotuned_pick=str(pick))
+            records.append(dict(model=model, linear=name, config="autotuned", us=round(tuned_us, 2),
+                                tb_s=round(nbytes / tuned_us / 1e6, 3), pick=str(pick)))
+        print(f"[configs] {model} {name} ({nbytes / 1e6:.1f} MB x {calls}): best {best['config']} {best['us']} us "
+              f"({best['tb_s']} TB/s); {tuned}", flush=True)
+        for r in rows[:5]:
+            print(f"    {r['config']:28s} {r['us']:8.2f} us  {r['tb_s']:.3f} TB/s", flush=True)
+    if args.compile_only:
+        return 0
+    return write_results(records, f"gemv_configs_{model}", args.out, key=("model", "linear", "config"),
+                         device=device)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
