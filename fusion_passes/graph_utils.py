@@ -140,6 +140,20 @@ def depends_on(node: fx.Node, targets) -> bool:
     return False
 
 
+def mutates(node: fx.Node, arg: fx.Node) -> bool:
+    """Whether ``node`` writes ``arg`` in place (an argument its op's schema marks as written, e.g. ``copy_``'s
+    destination, or one tensor of a written tensor list)."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None or not schema.is_mutable:
+        return False
+    for i, a in enumerate(schema.arguments):
+        if a.alias_info is not None and a.alias_info.is_write:
+            value = node.args[i] if i < len(node.args) else node.kwargs.get(a.name)
+            if value is arg or (isinstance(value, (list, tuple)) and any(v is arg for v in value)):
+                return True
+    return False
+
+
 def precedes(a: fx.Node, b: fx.Node) -> bool:
     """Whether ``a`` comes before ``b`` (or is ``b``) in their graph's order."""
     node = a

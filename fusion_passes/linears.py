@@ -105,7 +105,7 @@ def as_linear(mm: fx.Node) -> Linear | str:
             return "its bias is not a 1-D [N] tensor"
         if b.dtype != w.dtype or b.device != w.device:
             return "its bias dtype/device differs from the weight's"
-    if any(_mutates(user, weight) for user in weight.users):
+    if any(graph_utils.mutates(user, weight) for user in weight.users):
         return "its weight is mutated in this graph"
     return Linear(mm=mm, x2=x2, weight=weight, bias=bias, width=n, k=k, constant=constant)
 
@@ -134,18 +134,6 @@ def _constant(node: fx.Node) -> torch.Tensor | None:
     if not isinstance(t, torch.Tensor) or isinstance(t, torch._subclasses.FakeTensor) or t.is_meta:
         return None
     return t
-
-
-def _mutates(node: fx.Node, arg: fx.Node) -> bool:
-    schema = getattr(node.target, "_schema", None)
-    if schema is None or not schema.is_mutable:
-        return False
-    for i, a in enumerate(schema.arguments):
-        if a.alias_info is not None and a.alias_info.is_write:
-            value = node.args[i] if i < len(node.args) else node.kwargs.get(a.name)
-            if value is arg:
-                return True
-    return False
 
 
 def replace_output(graph: fx.Graph, mm: fx.Node, out: fx.Node, fake) -> list[fx.Node]:

@@ -32,6 +32,7 @@ BUILTIN: dict[str, str] = {
     "decode_gemv": "fusion_passes.patterns.decode_gemv",
     "qkv_packing": "fusion_passes.patterns.qkv_packing",
     "residual_norm": "fusion_passes.patterns.residual_norm",
+    "state_updates": "fusion_passes.patterns.state_updates",
 }
 
 _extra: dict[str, ModuleType] = {}  # families added at run time with register_pattern
