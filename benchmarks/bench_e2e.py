@@ -103,13 +103,16 @@ def make_variant(model, variant: str):
         return torch.compile(model, mode=mode)
     if base == "fusion_passes":
         forced_policies(variant)
-        return torch.compile(model, backend=fusion_passes.backend(mode=mode, options=options or None))
+        exclude = [EXCLUDE_SUFFIXES[p] for p in variant.removesuffix("+cudagraphs").split("+") if p in EXCLUDE_SUFFIXES]
+        return torch.compile(model, backend=fusion_passes.backend(mode=mode, options=options or None, exclude=exclude))
     raise ValueError(f"unknown variant {variant!r}")
 
 
 # Suffixes that set Inductor options (stock or ours): "combo" fuses independent small kernels into one launch
 # (Inductor's combo kernels; a decode step has many tiny ones, e.g. HF's per-layer cache counters).
 INDUCTOR_SUFFIXES = {"combo": {"combo_kernels": True}}
+# Suffixes of ours that leave one family out: "nostate" keeps HF's per-layer counter updates as separate kernels.
+EXCLUDE_SUFFIXES = {"nostate": "state_updates"}
 
 
 def inductor_options(variant: str) -> dict:
@@ -125,6 +128,7 @@ def inductor_options(variant: str) -> dict:
 def forced_policies(variant: str) -> dict[str, str]:
     """The family policies a ``fusion_passes+<suffix>...`` variant forces: environment variable -> value
     (none for other variants); an unknown suffix is a ValueError."""
+    from fusion_passes.kernels import gemv_table
     from fusion_passes.patterns import attention_sdpa, decode_gemv
 
     suffixes = {
@@ -134,14 +138,16 @@ def forced_policies(variant: str) -> dict[str, str]:
         "noinline": (attention_sdpa.INLINE_POLICY_ENV, "off"),  # ... or an extern op
         "kv": (decode_gemv.KV_WRITE_POLICY_ENV, "on"),  # the KV-cache update in the q/k/v GEMV's epilogue
         "nokv": (decode_gemv.KV_WRITE_POLICY_ENV, "off"),
+        "table": (gemv_table.POLICY_ENV, "on"),  # M = 1 GEMVs run gemv_table's measured configs (the default)
+        "notable": (gemv_table.POLICY_ENV, "off"),  # ... or are autotuned in place
     }
     name, *parts = variant.removesuffix("+cudagraphs").split("+")
     if name != "fusion_passes":
         return {}
-    unknown = [p for p in parts if p not in suffixes and p not in INDUCTOR_SUFFIXES]
+    known = [*suffixes, *INDUCTOR_SUFFIXES, *EXCLUDE_SUFFIXES]
+    unknown = [p for p in parts if p not in known]
     if unknown:
-        raise ValueError(f"unknown variant {variant!r}: no suffix {', '.join(unknown)} "
-                         f"(known: {', '.join([*suffixes, *INDUCTOR_SUFFIXES])})")
+        raise ValueError(f"unknown variant {variant!r}: no suffix {', '.join(unknown)} (known: {', '.join(known)})")
     return dict(suffixes[p] for p in parts if p in suffixes)
 
 

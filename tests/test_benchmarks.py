@@ -1,6 +1,7 @@
 """CPU smoke test of the benchmark harness: it runs, and its JSON has the fields results are compared by."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -35,6 +36,21 @@ def test_kv_write_bench_tiny_cpu(tmp_path):
     assert bench_kv_write.main(["--tiny", "--out", str(out)]) == 0
     (rec,) = json.loads(out.read_text())["records"]
     assert rec["config"] == "autotuned" and rec["plain_us"] > 0 and rec["kv_write_us"] > 0
+
+
+def test_gemv_configs_bench_tiny_interpreted(tmp_path):
+    """The config sweep times kernels, so off GPU it needs Triton's interpreter (set before triton is imported)."""
+    import subprocess
+
+    out = tmp_path / "configs.json"
+    script = Path(__file__).parent.parent / "benchmarks" / "bench_gemv_configs.py"
+    run = subprocess.run([sys.executable, str(script), "--tiny", "--linears", "o", "qkv_kv", "--out", str(out)],
+                         env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    recs = json.loads(out.read_text())["records"]
+    assert [(r["linear"], r["rank"], r["config"]) for r in recs] == [("o", 0, "N4 K32 w4 s2 prefetch"),
+                                                                     ("qkv_kv", 0, "N4 K32 w4 s2 prefetch")]
+    assert all(r["us"] > 0 for r in recs)
 
 
 def test_decode_code_lists_the_launches_with_their_source_nodes(tmp_path):
@@ -173,6 +189,9 @@ def test_inline_variant_combines_with_rope_and_unknown_suffixes_are_refused(monk
     assert bench_e2e.inductor_options("fusion_passes+combo+kv+cudagraphs") == {"combo_kernels": True}
     assert bench_e2e.forced_policies("fusion_passes+combo+kv") == {decode_gemv.KV_WRITE_POLICY_ENV: "on"}
     assert bench_e2e.inductor_options("stock+combo") == {"combo_kernels": True}
+    from fusion_passes.kernels import gemv_table
+
+    assert bench_e2e.forced_policies("fusion_passes+notable+nostate+cudagraphs") == {gemv_table.POLICY_ENV: "off"}
     with pytest.raises(ValueError, match="stock takes only combo"):
         bench_e2e.make_variant(torch.nn.Linear(2, 2), "stock+kv")
     with pytest.raises(ValueError, match="unknown variant 'fusion_passes\\+inlined'"):
@@ -210,3 +229,15 @@ def test_gemv_chain_reports_the_autotuners_picks(monkeypatch):
     picks = bench_gemv_chain.autotuner_picks(True)
     assert list(picks) == ["K=2048 N=(2048, 512, 512)"] and "PREFETCH: True" in picks["K=2048 N=(2048, 512, 512)"]
     assert bench_gemv_chain.autotuner_picks(False) == {}  # nothing tuned yet with the plain loop only
+
+
+def test_nostate_variant_leaves_the_counter_updates_alone():
+    import fusion_passes
+    from tests.patterns.test_state_updates import Counters
+
+    for variant, merged in (("fusion_passes", [3]), ("fusion_passes+nostate", [])):
+        model = Counters(3)
+        with fusion_passes.capture() as recs, torch.no_grad():
+            bench_e2e.make_variant(model, variant)(torch.randn(2, 3))
+        assert [m.detail["updates"] for r in recs for m in r.matches_for("state_updates")] == merged
+        assert [c.item() for c in model.counters()] == [1, 2, 3]

@@ -227,6 +227,10 @@ def test_hf_llama_64_token_greedy_generation_matches_eager(decode_kernels_everyw
     roped = [m for r in recs for m in r.matches if "rope on 2" in (m.detail or {}).get("epilogue", "")]
     # one q/k/v GEMV per layer, in the decode graph and in the 8-token prompt's (8 rows: decode-sized too)
     assert len(roped) == (4 if rope == "on" else 0)
+    # the static cache's per-layer counters (``cumulative_length.add_(kv_length)``): one foreach per graph,
+    # stepping by the prompt's 8 tokens and then by 1
+    counters = [m.detail for r in recs for m in r.matches_for("state_updates")]
+    assert sorted((d["updates"], d["step"]) for d in counters) == [(2, 1), (2, 8)], counters
     assert torch.equal(got, expected)
     assert max((a - b).abs().max().item() for a, b in zip(logits, ref_logits)) < 1e-4
 

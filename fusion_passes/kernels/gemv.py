@@ -35,12 +35,13 @@ capture it); elsewhere the same math runs in plain torch; with ``TRITON_INTERPRE
 tensors (how it is tested without a GPU).
 """
 
+import functools
 from typing import Optional
 
 import torch
 from torch.library import triton_op, wrap_triton
 
-from . import ieee_fp32_dot, is_interpreted
+from . import gemv_table, ieee_fp32_dot, is_interpreted
 
 try:
     import triton
@@ -302,23 +303,35 @@ if triton is not None:
                 for p in (False, True)}  # keyed by "may prefetch"; the benchmarks time both
     _gemv_m16 = triton.autotune(configs=_configs(dot=True), key=_KEY)(_gemv_kernel)
 
-    # The KV-cache-writing form at M = 1 runs one fixed config per K instead of autotuning. Inductor's autotuner
-    # clones every tensor a kernel writes before each timing, here the whole K and V caches, and that copy drowns
-    # the ~1 us between configs: on the H200 the in-graph pick ran the 1B q/k/v GEMV in 12.4 us against 7.5 us
-    # for the plain form (logs/s8_kv/profile_decode_kv.json), while every config's stores cost only 0.2-0.6 us
-    # (logs/s8_run3/kv_write.json). These are that file's fastest configs for the 1B (K = 2048) and 8B (K = 4096)
-    # q/k/v shapes.
-    _KV_M1_CONFIGS = {2048: (4, 1024, 4, 2), 4096: (4, 512, 4, 4)}
-    _gemv_kv_m1 = {
-        k: triton.autotune(configs=[triton.Config({"BLOCK_N": n, "BLOCK_K": bk, "PREFETCH": False}, num_warps=w,
-                                                  num_stages=st)], key=_KEY)(_gemv_kernel)
-        for k, (n, bk, w, st) in _KV_M1_CONFIGS.items()
-    }
 
 
-def _kv_m1_kernel(k: int):
-    """The fixed-config kernel for a cache-writing M = 1 launch over K columns (the nearest measured K)."""
-    return _gemv_kv_m1[min(_KV_M1_CONFIGS, key=lambda known: abs(known - k))]
+@functools.lru_cache(maxsize=None)
+def _fixed_kernel(entry: tuple):
+    """The kernel with one config, ``gemv_table``'s (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages): an
+    autotuner of one config, which Inductor launches without timing anything."""
+    n, bk, prefetch, warps, stages = entry
+    config = triton.Config({"BLOCK_N": n, "BLOCK_K": bk, "PREFETCH": prefetch}, num_warps=warps, num_stages=stages)
+    return triton.autotune(configs=[config], key=_KEY)(_gemv_kernel)
+
+
+def _m1_kernel(device: torch.device, meta: dict, k: int, n0: int, n1: int, n2: int, prefetch: Optional[bool]):
+    """What an M = 1 launch runs: the measured config of ``gemv_table`` for this device and shape (always one for
+    the cache-writing form), else the autotuner (``prefetch``: offer the prefetching loop too; a caller that
+    chooses it explicitly, as the benchmarks do, gets the autotuner)."""
+    if prefetch is None:
+        entry = gemv_table.lookup(_device_name(device), meta, k, n0, n1, n2)
+        if entry is not None:
+            return _fixed_kernel(entry)
+    elif meta["CACHE_MASK"]:
+        return _fixed_kernel(gemv_table.KV_FALLBACK)
+    return _gemv_m1[PREFETCH if prefetch is None else prefetch]
+
+
+def _device_name(device: torch.device) -> str:
+    try:
+        return torch.cuda.get_device_name(device)
+    except (RuntimeError, AssertionError):  # no CUDA runtime (fake CUDA tensors in the CPU tests)
+        return ""
 
 
 INTERPRETED = triton is not None and is_interpreted(_gemv_kernel)
@@ -334,7 +347,6 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
     """Launch the kernel into ``y``; ``config`` (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages) skips the
     autotuner (the interpreter always does: it would time every config)."""
     m, k = x.shape
-    prefetch = PREFETCH if prefetch is None else prefetch
     concat = 1 if (silu_mul or residual is not None) else 1 + (w1 is not None) + (w2 is not None)
     n0 = w0.shape[0]
     n1 = w1.shape[0] if w1 is not None else 0
@@ -367,14 +379,12 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         *_cache_layout(caches, cache_index),
     )  # fmt: skip
     if config is None and INTERPRETED and x.device.type != "cuda":
-        config = dict(BLOCK_N=16, BLOCK_K=64, PREFETCH=prefetch and meta["BLOCK_M"] == 1, num_warps=4)
+        config = dict(BLOCK_N=16, BLOCK_K=64, PREFETCH=(PREFETCH if prefetch is None else prefetch)
+                      and meta["BLOCK_M"] == 1, num_warps=4)
     if config is not None:
         _gemv_kernel[grid(config)](*args, **meta, **config)
     else:
-        if meta["BLOCK_M"] > 1:
-            kernel = _gemv_m16
-        else:
-            kernel = _kv_m1_kernel(k) if meta["CACHE_MASK"] else _gemv_m1[prefetch]
+        kernel = _gemv_m16 if meta["BLOCK_M"] > 1 else _m1_kernel(x.device, meta, k, n0, n1, n2, prefetch)
         wrap_triton(kernel)[grid](*args, **meta)
 
 

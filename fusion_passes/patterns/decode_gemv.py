@@ -54,14 +54,14 @@ import torch.fx as fx
 
 from .. import graph_utils, linears
 from ..graph_utils import dtype_of, erase_dead, is_op, same_shape, shape_of, sole_user, val
-from ..kernels import gemv
+from ..kernels import gemv, gemv_table
 from . import env_policy, residual_norm
 
 NAME = "decode_gemv"
 HOOK = "post_grad"
 DESCRIPTION = ("decode-sized linears (M <= 16) + RMSNorm prologue / SiLU*mul / residual / RoPE epilogue "
                "-> one GEMV kernel")
-DEPENDS = (gemv, linears, residual_norm)
+DEPENDS = (gemv, gemv_table, linears, residual_norm)
 
 POLICY_ENV = "FUSION_PASSES_DECODE_GEMV"
 POLICIES = ("auto", "always")
@@ -97,7 +97,7 @@ def kv_write_policy() -> str:
 
 
 def cache_key() -> str:
-    return f"{policy()}/rope={rope_policy()}/kv_write={kv_write_policy()}"
+    return f"{policy()}/rope={rope_policy()}/kv_write={kv_write_policy()}/table={gemv_table.policy()}"
 
 
 class _NoMatch(Exception):

@@ -202,13 +202,53 @@ def test_kv_write_checks_the_cache_shapes():
                                                      None, torch.zeros(2, 2, 4, 8), None, pos)
 
 
+def _meta(form: str) -> dict:
+    """The constexpr flags of a launch of ``gemv_table`` form ``form``."""
+    return dict(CACHE_MASK=6 if form == "kv" else 0, SILU_MUL=form == "silu", HAS_RES=form == "res",
+                ROPE=form in ("rope", "kv"))
+
+
+def _one_config(kernel) -> tuple:
+    [c] = kernel.configs
+    return (c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.kwargs["PREFETCH"], c.num_warps, c.num_stages)
+
+
 @pytest.mark.skipif(not gemv.HAS_TRITON or gemv.INTERPRETED, reason="inspects the autotuners of the compiled kernel")
-def test_kv_write_at_one_row_runs_one_measured_config_per_k():
-    """Inductor would clone both caches before every config's timing, which made its pick 65 % slower on the H200;
-    the cache-writing kernel at M = 1 has one config, the fastest measured for the nearest Llama q/k/v K."""
-    for k, block_k in ((2048, 1024), (1536, 1024), (4096, 512), (8192, 512)):
-        [config] = gemv._kv_m1_kernel(k).configs
-        assert config.kwargs["BLOCK_K"] == block_k and not config.kwargs["PREFETCH"]
+def test_m1_launch_runs_the_measured_config_of_its_device_and_shape(monkeypatch):
+    """Every table entry is launched as one fixed config on its device; the same shape elsewhere, an unlisted shape,
+    a caller choosing the loop itself, or FUSION_PASSES_GEMV_TABLE=off get the autotuner, except the cache-writing
+    form, which never autotunes (Inductor would clone both caches before every timing)."""
+    from fusion_passes.kernels import gemv_table
+
+    cuda = torch.device("cuda", 0)
+    for (device, form, k, n0, n1, n2), entry in gemv_table.TABLE.items():
+        monkeypatch.setattr(gemv, "_device_name", lambda _, name=device: name)
+        assert _one_config(gemv._m1_kernel(cuda, _meta(form), k, n0, n1, n2, None)) == entry
+        assert gemv._m1_kernel(cuda, _meta(form), k + 64, n0, n1, n2, None) is (
+            gemv._fixed_kernel(gemv_table.KV_FALLBACK) if form == "kv" else gemv._gemv_m1[gemv.PREFETCH])
+        monkeypatch.setattr(gemv, "_device_name", lambda _: "NVIDIA A100-SXM4-80GB")
+        assert len(gemv._m1_kernel(cuda, _meta(form), k, n0, n1, n2, None).configs) == (1 if form == "kv" else 32)
+    monkeypatch.setattr(gemv, "_device_name", lambda _: "NVIDIA H200")
+    assert gemv._m1_kernel(cuda, _meta("silu"), 2048, 8192, 8192, 0, False) is gemv._gemv_m1[False]
+    assert _one_config(gemv._m1_kernel(cuda, _meta("kv"), 2048, 2048, 512, 512, False)) == gemv_table.KV_FALLBACK
+    monkeypatch.setenv(gemv_table.POLICY_ENV, "off")
+    assert gemv._m1_kernel(cuda, _meta("silu"), 2048, 8192, 8192, 0, None) is gemv._gemv_m1[gemv.PREFETCH]
+    assert _one_config(gemv._m1_kernel(cuda, _meta("kv"), 2048, 2048, 512, 512, None)) == gemv_table.KV_FALLBACK
+    monkeypatch.setenv(gemv_table.POLICY_ENV, "of")
+    with pytest.raises(ValueError, match="FUSION_PASSES_GEMV_TABLE='of'; use one of on, off"):
+        gemv._m1_kernel(cuda, _meta("silu"), 2048, 8192, 8192, 0, None)
+
+
+def test_table_entries_are_launchable_tiles():
+    """Powers of two the kernel's aranges accept; BLOCK_K no longer than K (a tile past K only loads zeros)."""
+    from fusion_passes.kernels import gemv_table
+
+    for (_, form, k, *_), (n, bk, prefetch, warps, stages) in [*gemv_table.TABLE.items(),
+                                                              (("", "kv", 2048), gemv_table.KV_FALLBACK)]:
+        assert form in ("rope", "kv", "res", "silu", "cat")
+        for v in (n, bk, warps):
+            assert v & (v - 1) == 0
+        assert bk <= k and isinstance(prefetch, bool) and 1 <= stages <= 4
 
 
 @pytest.mark.skipif(not gemv.HAS_TRITON or gemv.INTERPRETED, reason="inspects the autotuners of the compiled kernel")

@@ -1,0 +1,68 @@
+"""Measured M = 1 decode GEMV configs, per device and weight shape: launched as they are, without autotuning.
+
+Inductor's autotuner picks a config by calling each one again and again on the same weights (L2-hot for a 1B
+model's linears), so its pick is not always the fastest in a decode step, where every weight comes from HBM once;
+it also compiles and times every config, and for the cache-writing form it clones both KV caches before each
+timing, which drowns the difference it measures. ``benchmarks/bench_gemv_configs.py`` times every config with the
+weights streamed from HBM; its fastest per linear are below (``logs/s9_run2/configs_*.log``, H200: in-step time
+per layer 43.9 us for the 1B shapes against 46.1 us for the autotuner's picks).
+
+Shapes not listed here (other models, other GPUs) are autotuned as before, except the cache-writing form, which
+always runs a fixed config (``KV_FALLBACK``). ``FUSION_PASSES_GEMV_TABLE=off`` autotunes listed shapes too.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+POLICY_ENV = "FUSION_PASSES_GEMV_TABLE"
+POLICIES = ("on", "off")
+
+# (device name, form, K, N0, N1, N2) -> (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages).
+# form: "rope" (norm + q/k/v, q and k rotated), "kv" (the same + k/v cache stores), "res" (+ residual),
+# "silu" (norm + silu(gate) * up), "cat" (concatenated outputs).
+TABLE = {
+    # llama-1b (hidden 2048, 32 heads, 8 KV heads of 64, FFN 8192)
+    ("NVIDIA H200", "rope", 2048, 2048, 512, 512): (4, 1024, False, 4, 2),
+    ("NVIDIA H200", "kv", 2048, 2048, 512, 512): (4, 1024, False, 4, 3),
+    ("NVIDIA H200", "res", 2048, 2048, 0, 0): (2, 1024, False, 4, 2),
+    ("NVIDIA H200", "silu", 2048, 8192, 8192, 0): (2, 1024, False, 4, 2),
+    ("NVIDIA H200", "res", 8192, 2048, 0, 0): (4, 1024, True, 8, 2),
+    # llama-8b (hidden 4096, 32 heads, 8 KV heads of 128, FFN 14336)
+    ("NVIDIA H200", "rope", 4096, 4096, 1024, 1024): (4, 1024, True, 4, 2),
+    ("NVIDIA H200", "kv", 4096, 4096, 1024, 1024): (8, 512, False, 4, 3),
+    ("NVIDIA H200", "res", 4096, 4096, 0, 0): (4, 1024, True, 4, 3),
+    ("NVIDIA H200", "silu", 4096, 14336, 14336, 0): (4, 1024, False, 4, 2),
+    ("NVIDIA H200", "res", 14336, 4096, 0, 0): (4, 1024, True, 4, 3),
+}  # fmt: skip
+
+# The cache-writing form's config where the table has none (the 1B q/k/v shape's runner-up, within 0.1 us).
+KV_FALLBACK = (4, 1024, False, 4, 2)
+
+
+def policy() -> str:
+    from ..patterns import env_policy  # the registry's helper: one parser and error for every setting
+
+    return env_policy(POLICY_ENV, POLICIES)
+
+
+def form(meta: dict) -> str:
+    """The table's form name for a launch's constexpr flags."""
+    if meta["CACHE_MASK"]:
+        return "kv"
+    if meta["SILU_MUL"]:
+        return "silu"
+    if meta["HAS_RES"]:
+        return "res"
+    return "rope" if meta["ROPE"] else "cat"
+
+
+def lookup(device_name: str, meta: dict, k: int, n0: int, n1: int, n2: int) -> Optional[tuple]:
+    """The measured config of an M = 1 launch, the fallback for the cache-writing form, or None (autotune)."""
+    entry = None
+    if policy() == "on":
+        entry = TABLE.get((device_name, form(meta), k, n0, n1, n2))
+    if entry is None and meta["CACHE_MASK"]:
+        entry = KV_FALLBACK
+    return entry
+
