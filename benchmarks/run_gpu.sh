@@ -27,6 +27,8 @@
 #   bash benchmarks/run_gpu.sh code [eager|sdpa]  # Inductor's kernels for one 1B decode step and the nodes each computes
 #   bash benchmarks/run_gpu.sh profile_kv    # per-kernel profile of the 1B decode step, ours vs ours+kv
 #   bash benchmarks/run_gpu.sh configs [llama-1b|llama-8b]  # every M = 1 GEMV config per linear, weights from HBM
+#   bash benchmarks/run_gpu.sh final [model] [attn] [variants...]  # decode with CUDA graphs: stock vs ours vs ours
+#                                 # without the KV write (the shipped defaults)
 #   bash benchmarks/run_gpu.sh table [llama-1b|llama-8b] [eager sdpa]  # decode: stock vs ours as shipped before the
 #                                 # GEMV table and state_updates vs ours now vs ours + kv (CUDA graphs)
 # On a machine with two GPUs, two parts can run at once: CUDA_VISIBLE_DEVICES=1 bash benchmarks/run_gpu.sh ...
@@ -129,6 +131,11 @@ case "${1:-}" in
   profile_kv)
     python3 benchmarks/profile_decode.py --variants fusion_passes+cudagraphs fusion_passes+kv+cudagraphs \
       --out "$OUT/profile_decode_kv.json" 2>&1 | grep -v Warning | tail -45 ;;
+  final)
+    model=${2:-llama-1b}; attn=${3:-eager}; shift $(( $# < 3 ? $# : 3 ))
+    python3 benchmarks/bench_e2e.py --model "$model" --attn "$attn" --workloads decode-1024 \
+      --variants ${@:-stock+cudagraphs fusion_passes+cudagraphs fusion_passes+nokv+cudagraphs} --budget-s 400 \
+      --out "$OUT/e2e_decode_final_${model}_${attn}.json" 2>&1 | grep -v Warning | tail -8 ;;
   table)
     model=${2:-llama-1b}; shift $(( $# < 2 ? $# : 2 ))
     python3 benchmarks/bench_e2e.py --model "$model" --attn ${@:-eager sdpa} --workloads decode-1024 \
@@ -147,6 +154,6 @@ case "${1:-}" in
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -12 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table" >&2
+  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final" >&2
      exit 2 ;;
 esac

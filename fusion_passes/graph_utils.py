@@ -154,6 +154,61 @@ def mutates(node: fx.Node, arg: fx.Node) -> bool:
     return False
 
 
+def deterministic_op(n: fx.Node) -> bool:
+    """An ATen op whose value depends only on its arguments: no random numbers, no uninitialised memory."""
+    return (n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
+            and torch.Tag.nondeterministic_seeded not in n.target.tags and "empty" not in n.target.__name__)
+
+
+def structure(node: fx.Node, memo: dict | None = None, depth: int = 0):
+    """A hashable description of the value ``node`` computes: pure ATen ops by target and (described) arguments,
+    so that two layers' identical slices or conversions of one model-level tensor (the mask, RoPE's cos/sin)
+    compare equal; anything else (inputs, random or mutating ops, or past a depth where it no longer matters) by
+    identity."""
+    memo = {} if memo is None else memo
+    if node in memo:
+        return memo[node]
+    pure = depth < 32 and deterministic_op(node) and not node.target._schema.is_mutable
+
+    def arg(a):
+        if isinstance(a, fx.Node):
+            return structure(a, memo, depth + 1)
+        if isinstance(a, (list, tuple)):
+            return tuple(arg(x) for x in a)
+        if isinstance(a, dict):
+            return tuple(sorted((k, arg(v)) for k, v in a.items()))
+        return a
+
+    memo[node] = (node.target, arg(node.args), arg(node.kwargs)) if pure else node
+    return memo[node]
+
+
+def materialise_shared(graph: fx.Graph, value: fx.Node, user: fx.Node, shared: dict) -> tuple[fx.Node, list]:
+    """One materialised buffer per distinct value, for kernels in every layer to read: (the node ``user`` should
+    read instead of ``value``, the nodes inserted). ``shared`` maps ``structure`` keys to buffers made so far.
+
+    A cheap pointwise value (a mask, a cos/sin table) is below Inductor's threshold for materialising a reused
+    result, so Inductor computes it again for every kernel (an extern or user-defined Triton kernel) that reads
+    it: one small kernel per layer. ``inductor_force_stride_order`` makes it one buffer, computed once."""
+    key = structure(value)
+    node = shared.get(key)
+    if node is not None and precedes(node, user):
+        return node, []
+    import torch._inductor.inductor_prims  # noqa: F401 - registers the prim (Inductor has, when it runs our passes)
+
+    t = val(value)
+    # a contiguous buffer, not the value's own layout: that may overlap itself (an expanded mask has stride 0
+    # along the batch), and a buffer cannot be written so (the readers take any strides)
+    stride = list(torch._prims_common.make_contiguous_strides_for(t.shape))
+    with graph.inserting_after(value):
+        node = graph.call_function(torch.ops.prims.inductor_force_stride_order.default, (value, stride))
+    # its value: a fresh buffer of that layout (the prim's own eager impl copies, which needs a device)
+    with torch._guards.detect_fake_mode([t]):
+        node.meta["val"] = torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device)
+    shared[key] = node
+    return node, [node]
+
+
 def precedes(a: fx.Node, b: fx.Node) -> bool:
     """Whether ``a`` comes before ``b`` (or is ``b``) in their graph's order."""
     node = a

@@ -207,6 +207,28 @@ def test_every_layers_decode_kernel_reads_one_mask(decode_kernels_everywhere, at
     assert len(masks) == 2 and len(set(masks)) == 1, calls
 
 
+def test_every_layers_qkv_gemv_reads_one_rope_table(decode_kernels_everywhere):
+    """Like the mask: HF's cos/sin are cheap pointwise values, and on the H200 Inductor computed them again for the
+    traced q/k/v GEMV of every layer (4 small kernels per 1B step, each for 4 layers). The pass hands every layer
+    one materialised copy. On CPU (extern op) Inductor shared them already, so here this guards the rewrite's
+    parity and that the layers still read one buffer; the GPU kernel listing (``run_gpu.sh code``) shows the gain."""
+    import fusion_passes
+    from torch._inductor.utils import run_and_get_code
+
+    model = _causal_lm("llama")  # 2 layers
+    prompt = _ids(batch=1, seq=6)
+    expected, _ = _greedy(model, prompt, 2)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=fusion_passes.backend())
+    (got, _), codes = run_and_get_code(lambda: _greedy(compiled, prompt, 2))
+    assert torch.equal(got, expected)
+    for code in codes:
+        calls = [line.split("default(", 1)[1] for line in code.splitlines()
+                 if "fusion_passes.decode_gemv.default(" in line and "assert" not in line]
+        tables = [tuple(c.rstrip(")").split(", ")[-4:-2]) for c in calls if c.rstrip(")").endswith(", 2")]
+        assert len(tables) == 2 and len(set(tables)) == 1, calls
+
+
 @pytest.mark.parametrize("rope", ["off", "on"])
 def test_hf_llama_64_token_greedy_generation_matches_eager(decode_kernels_everywhere, monkeypatch, rope):
     """#8: 64 greedy tokens with every family (decode kernels included, RoPE in the q/k GEMV or not) give eager's

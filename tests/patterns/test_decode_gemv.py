@@ -417,8 +417,13 @@ def test_cuda_kv_cache_write_in_the_qkv_epilogue(monkeypatch, rope, mask):
     assert not [n for n in gm.graph.nodes if op_name(n) == "aten.copy_"]  # every cache written in place
 
 
-def test_cuda_kv_cache_write_is_off_by_default():
+def test_cuda_kv_cache_write_is_on_by_default_and_off_on_request(monkeypatch):
+    monkeypatch.delenv(decode_gemv.KV_WRITE_POLICY_ENV, raising=False)
     fn, shapes = _attention_layer()
+    gm, rec = apply_on_fake_cuda(decode_gemv, fn, *shapes)
+    assert _qkv_kernel(gm).kwargs["kwargs"]["CACHE_MASK"] == 6
+    assert "kv-cache write of 2" in rec.matches[0].detail["epilogue"]
+    monkeypatch.setenv(decode_gemv.KV_WRITE_POLICY_ENV, "off")
     gm, rec = apply_on_fake_cuda(decode_gemv, fn, *shapes)
     assert _qkv_kernel(gm).kwargs["kwargs"]["CACHE_MASK"] == 0
     assert len([n for n in gm.graph.nodes if op_name(n) == "aten.index_put"]) == 2
@@ -451,7 +456,7 @@ def test_unknown_policy_is_a_clear_error(monkeypatch):
         decode_gemv.cache_key()
     monkeypatch.setenv(decode_gemv.ROPE_POLICY_ENV, "on")
     monkeypatch.setenv(decode_gemv.KV_WRITE_POLICY_ENV, "true")
-    with pytest.raises(ValueError, match="FUSION_PASSES_DECODE_KV_WRITE='true'; use one of off, on"):
+    with pytest.raises(ValueError, match="FUSION_PASSES_DECODE_KV_WRITE='true'; use one of on, off"):
         decode_gemv.cache_key()
 
 

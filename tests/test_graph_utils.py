@@ -1,0 +1,65 @@
+"""graph_utils: the graph walks the families share."""
+
+import pytest
+import torch
+import torch.fx as fx
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from fusion_passes import graph_utils
+
+
+def _two_layers(x):
+    """One model-level table, sliced and expanded the same way by two "layers" (as HF does with its mask)."""
+    t = (x * 2).exp()
+    a = t.unsqueeze(0).expand(3, -1, -1)
+    b = t.unsqueeze(0).expand(3, -1, -1)
+    return a + 1, b + 1
+
+
+@pytest.mark.parametrize("expand", [True, False])
+def test_materialise_shared_gives_equal_values_one_buffer_even_when_expanded(expand):
+    """Equal values (by structure) share one materialised node; an overlapping layout (stride 0 after an expand)
+    gets a dense one, which can be written (fake-tensor propagation and eager both copy into it)."""
+    gm = make_fx(_two_layers)(torch.randn(4, 5))
+    adds = [n for n in gm.graph.nodes if n.target is torch.ops.aten.add.Tensor]
+    shared: dict = {}
+    made = []
+    for add in adds:
+        value = add.args[0] if expand else add.args[0].args[0]  # the expand, or the unsqueeze under it
+        node, new = graph_utils.materialise_shared(gm.graph, value, add, shared)
+        made += new
+        add.replace_input_with(add.args[0], node if expand else
+                               gm.graph.call_function(torch.ops.aten.expand.default, (node, [3, -1, -1])))
+        if not expand:  # keep the graph in order: the new expand before its add
+            add.prepend(add.args[0])
+    assert len(made) == 1 and len(shared) == 1
+    stride = made[0].args[1]
+    assert 0 not in stride and made[0].meta["val"].stride() == tuple(stride)
+    gm.graph.eliminate_dead_code()
+    gm.graph.lint()
+    gm.recompile()
+    x = torch.randn(4, 5)
+    for got, want in zip(gm(x), _two_layers(x)):
+        torch.testing.assert_close(got, want)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    FakeTensorProp(gm, FakeTensorMode()).propagate(x)  # what failed on the H200 for an expanded mask
+
+
+def test_structure_tells_apart_different_values():
+    gm = make_fx(lambda x: ((x * 2).exp(), (x * 3).exp()))(torch.randn(4))
+    exps = [n for n in gm.graph.nodes if n.target is torch.ops.aten.exp.default]
+    assert graph_utils.structure(exps[0]) != graph_utils.structure(exps[1])
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    assert graph_utils.structure(placeholders[0]) is placeholders[0]  # inputs by identity
+
+
+def test_mutates_reads_the_schema():
+    g = fx.Graph()
+    a, b = g.placeholder("a"), g.placeholder("b")
+    copy = g.call_function(torch.ops.aten.copy_.default, (a, b))
+    foreach = g.call_function(torch.ops.aten._foreach_add_.Scalar, ([a, b], 1))
+    add = g.call_function(torch.ops.aten.add.Tensor, (a, b))
+    assert graph_utils.mutates(copy, a) and not graph_utils.mutates(copy, b)
+    assert graph_utils.mutates(foreach, b) and not graph_utils.mutates(add, a)
