@@ -180,6 +180,22 @@ def test_hf_decode_step_with_decode_kernels(decode_kernels_everywhere, name, att
     assert not [e for r in recs for e in r.errors]
 
 
+def _decode_codes(attn: str) -> list[str]:
+    """Inductor's generated code for a 2-layer Llama's 6-token prompt and 2 greedy steps, compiled with every
+    family (the tokens checked against eager)."""
+    import fusion_passes
+    from torch._inductor.utils import run_and_get_code
+
+    model = _causal_lm("llama", attn)
+    prompt = _ids(batch=1, seq=6)
+    expected, _ = _greedy(model, prompt, 2)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=fusion_passes.backend())
+    (got, _), codes = run_and_get_code(lambda: _greedy(compiled, prompt, 2))
+    assert torch.equal(got, expected)
+    return codes
+
+
 @pytest.mark.parametrize("attn", ["eager", "sdpa"])
 def test_every_layers_decode_kernel_reads_one_mask(decode_kernels_everywhere, attn):
     """Inductor recomputed the (cheap, pointwise) mask for each layer's decode kernel: one kernel per layer. The
@@ -187,16 +203,7 @@ def test_every_layers_decode_kernel_reads_one_mask(decode_kernels_everywhere, at
     decode_attention calls read one buffer, and the step still matches eager."""
     import re
 
-    import fusion_passes
-    from torch._inductor.utils import run_and_get_code
-
-    model = _causal_lm("llama", attn)  # 2 layers
-    prompt = _ids(batch=1, seq=6)
-    expected, _ = _greedy(model, prompt, 2)
-    torch._dynamo.reset()
-    compiled = torch.compile(model, backend=fusion_passes.backend())
-    (got, _), codes = run_and_get_code(lambda: _greedy(compiled, prompt, 2))
-    assert torch.equal(got, expected)
+    codes = _decode_codes(attn)
     calls = [line for code in codes for line in code.splitlines()
              if "fusion_passes.decode_attention.default(" in line and "assert" not in line]
     # the mask is the 4th argument (after q, which may be a reinterpret_tensor(...) with commas inside); the
@@ -212,17 +219,7 @@ def test_every_layers_qkv_gemv_reads_one_rope_table(decode_kernels_everywhere):
     traced q/k/v GEMV of every layer (4 small kernels per 1B step, each for 4 layers). The pass hands every layer
     one materialised copy. On CPU (extern op) Inductor shared them already, so here this guards the rewrite's
     parity and that the layers still read one buffer; the GPU kernel listing (``run_gpu.sh code``) shows the gain."""
-    import fusion_passes
-    from torch._inductor.utils import run_and_get_code
-
-    model = _causal_lm("llama")  # 2 layers
-    prompt = _ids(batch=1, seq=6)
-    expected, _ = _greedy(model, prompt, 2)
-    torch._dynamo.reset()
-    compiled = torch.compile(model, backend=fusion_passes.backend())
-    (got, _), codes = run_and_get_code(lambda: _greedy(compiled, prompt, 2))
-    assert torch.equal(got, expected)
-    for code in codes:
+    for code in _decode_codes("eager"):
         calls = [line.split("default(", 1)[1] for line in code.splitlines()
                  if "fusion_passes.decode_gemv.default(" in line and "assert" not in line]
         tables = [tuple(c.rstrip(")").split(", ")[-4:-2]) for c in calls if c.rstrip(")").endswith(", 2")]

@@ -46,31 +46,30 @@ def post_grad(recs):
     return stage
 
 
-def compiled_calls(model, calls, x):
-    """Outputs of ``calls`` calls of the compiled ``model`` (one compile), and the records of the compile."""
-    torch._dynamo.reset()
+def run_against_eager(model, calls):
+    """Call an eager copy of ``model`` and ``model`` compiled (one compile) ``calls`` times on one input; assert the
+    outputs and every buffer match exactly; return the compile's records."""
     import fusion_passes
 
+    eager = copy.deepcopy(model)
+    x = torch.randn(2, 3)
+    torch._dynamo.reset()
     fn = torch.compile(model, backend=fusion_passes.backend(patterns=PATTERN))
-    with fusion_passes.capture() as recs, torch.no_grad():
-        outs = [fn(x) for _ in range(calls)]
-    return outs, recs
+    with torch.no_grad():
+        want = [eager(x) for _ in range(calls)]
+        with fusion_passes.capture() as recs:
+            got = [fn(x) for _ in range(calls)]
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    for a, b in zip(eager.counters(), model.counters()):
+        assert torch.equal(a, b), "a buffer's value after the updates differs from eager's"
+    return recs
 
 
 @pytest.mark.parametrize("n", [2, 5])
 @pytest.mark.parametrize("shape,dtype,step", [((), torch.int64, 1), ((3,), torch.float32, 0.5),
                                               ((2, 2), torch.bfloat16, 2)])
 def test_updates_become_one_foreach_add_with_eager_parity(n, shape, dtype, step):
-    model = Counters(n, shape, dtype, steps=[step] * n)
-    eager = copy.deepcopy(model)
-    x = torch.randn(2, 3)
-    with torch.no_grad():
-        want = [eager(x) for _ in range(3)]
-    got, recs = compiled_calls(model, 3, x)
-    for w, g in zip(want, got):
-        torch.testing.assert_close(g, w, rtol=0, atol=0)
-    for a, b in zip(eager.counters(), model.counters()):
-        assert torch.equal(a, b), "a buffer's value after three updates differs from eager's"
+    recs = run_against_eager(Counters(n, shape, dtype, steps=[step] * n), 3)
     (match,) = fired(recs)
     assert match.detail["updates"] == n and match.detail["step"] == step
     stage = post_grad(recs)
@@ -82,14 +81,9 @@ def test_updates_become_one_foreach_add_with_eager_parity(n, shape, dtype, step)
 def test_groups_by_step():
     """Steps 1, 1, 2, 1: one foreach of the three 1-steps; the lone 2-step stays an add."""
     model = Counters(4, steps=[1, 1, 2, 1])
-    eager = copy.deepcopy(model)
-    x = torch.randn(2, 3)
-    with torch.no_grad():
-        want = [eager(x) for _ in range(2)]
-    got, recs = compiled_calls(model, 2, x)
-    torch.testing.assert_close(got, want)
+    recs = run_against_eager(model, 2)
     assert [m.detail["updates"] for m in fired(recs)] == [3]
-    assert [a.item() for a in model.counters()] == [b.item() for b in eager.counters()] == [2, 3, 6, 5]
+    assert [a.item() for a in model.counters()] == [2, 3, 6, 5]
 
 
 class Variant(Counters):
@@ -117,14 +111,7 @@ class Variant(Counters):
 
 @pytest.mark.parametrize("kind", ["tensor_step", "twice", "read_after", "single"])
 def test_does_not_fire(kind):
-    model = Variant(kind)
-    eager = copy.deepcopy(model)
-    x = torch.randn(2, 3)
-    with torch.no_grad():
-        want = [eager(x) for _ in range(2)]
-    got, recs = compiled_calls(model, 2, x)
-    torch.testing.assert_close(got, want)
-    assert [a.item() for a in model.counters()] == [b.item() for b in eager.counters()]
+    recs = run_against_eager(Variant(kind), 2)
     assert not fired(recs)
     assert "aten._foreach_add" not in post_grad(recs).ops_after
 
