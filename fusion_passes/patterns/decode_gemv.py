@@ -19,12 +19,15 @@ The q/k GEMV also applies HF's rotary embedding in its epilogue (``FUSION_PASSES
     # after: the q/k/v GEMV writes rotated q and k; the heads view of its output replaces q_embed / k_embed
     qkv = decode_gemv(h, Wq, Wk, Wv, norm_weight=w_in, rope_cos=cos, rope_sin=sin, rope_dim=D, rope_weights=2)
 
-With ``FUSION_PASSES_DECODE_KV_WRITE=on`` (CUDA only; off by default: not yet faster, see README) the same GEMV
-also stores k and v into HF StaticCache's caches, the update that follows the projections:
+On CUDA (``FUSION_PASSES_DECODE_KV_WRITE=off`` leaves it out) the same GEMV also stores k and v into HF
+StaticCache's caches, the update that follows the projections:
 
     k_cache = index_put(k_cache, [None, None, cache_position], k_embed)      # same for v; [B, H_kv, L, D]
     # after: the kernel writes the rotated k and the v heads at cache_position; reinplacing makes it in place
     qkv = decode_gemv_kv_write(h, Wq, Wk, Wv, ..., None, k_cache, v_cache, cache_position)
+
+Every layer's GEMV reads one materialised copy of the cos/sin rows (``graph_utils.materialise_shared``): Inductor
+would compute them again for each layer's traced kernel.
 
 On the H200 RoPE took the 1B decode rate from 1.125 to 1.110 ms and removed Inductor's RoPE kernel. It folds only
 the exact ``rotate_half`` form, with one cos/sin of shape
