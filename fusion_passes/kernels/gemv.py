@@ -318,12 +318,11 @@ def _m1_kernel(device: torch.device, meta: dict, k: int, n0: int, n1: int, n2: i
     """What an M = 1 launch runs: the measured config of ``gemv_table`` for this device and shape (always one for
     the cache-writing form), else the autotuner (``prefetch``: offer the prefetching loop too; a caller that
     chooses it explicitly, as the benchmarks do, gets the autotuner)."""
-    if prefetch is None:
-        entry = gemv_table.lookup(_device_name(device), meta, k, n0, n1, n2)
-        if entry is not None:
-            return _fixed_kernel(entry)
-    elif meta["CACHE_MASK"]:
-        return _fixed_kernel(gemv_table.KV_FALLBACK)
+    entry = gemv_table.lookup(_device_name(device), meta, k, n0, n1, n2) if prefetch is None else None
+    if entry is None and meta["CACHE_MASK"]:
+        entry = gemv_table.KV_FALLBACK
+    if entry is not None:
+        return _fixed_kernel(entry)
     return _gemv_m1[PREFETCH if prefetch is None else prefetch]
 
 

@@ -58,11 +58,8 @@ def form(meta: dict) -> str:
 
 
 def lookup(device_name: str, meta: dict, k: int, n0: int, n1: int, n2: int) -> Optional[tuple]:
-    """The measured config of an M = 1 launch, the fallback for the cache-writing form, or None (autotune)."""
-    entry = None
-    if policy() == "on":
-        entry = TABLE.get((device_name, form(meta), k, n0, n1, n2))
-    if entry is None and meta["CACHE_MASK"]:
-        entry = KV_FALLBACK
-    return entry
+    """The measured config of an M = 1 launch, or None (not listed, or the table is off)."""
+    if policy() != "on":
+        return None
+    return TABLE.get((device_name, form(meta), k, n0, n1, n2))
 
