@@ -33,7 +33,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_e2e import CONFIGS  # noqa: E402
-from common import median_ms, write_results  # noqa: E402
+from bench_gemv import per_call_ms  # noqa: E402
+from common import write_results  # noqa: E402
 
 from fusion_passes.kernels import gemv  # noqa: E402
 
@@ -80,24 +81,19 @@ def linear_calls(name: str, cfg: dict, device, dtype, copies: int | None = None)
     y = torch.empty(1, gemv._out_width(*(sets[0] + [None] * (3 - len(widths))), res, silu), device=device,
                     dtype=dtype)
 
-    def launch(config):
+    def launch(config, prefetch=None):
+        """``config``: one config; None with ``prefetch`` set: the autotuner (None with None: the shipped choice)."""
         for ws in sets:
             w3 = ws + [None] * (3 - len(ws))
-            gemv._launch(x, *w3, nw, 1e-5, 0.0, True, res, silu, y, *rope, caches=caches, cache_index=pos,
-                         config=config)
+            gemv._launch(x, *w3, nw, 1e-5, 0.0, True, res, silu, y, *rope, prefetch=prefetch, caches=caches,
+                         cache_index=pos, config=config)
 
     return nbytes, calls, launch
 
 
-def graph_us_per_call(launch, calls: int, device: str) -> float:
-    launch()  # compile outside the graph
-    if not device.startswith("cuda"):
-        return median_ms(launch, device, iters=1, warmup=0) * 1e3 / calls
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        launch()
-    return median_ms(g.replay, device, iters=20) * 1e3 / calls
+def us_per_call(launch, calls: int, device: str) -> float:
+    """One ``launch`` (``calls`` GEMVs) captured in a CUDA graph and replayed: microseconds per GEMV."""
+    return per_call_ms(launch, device, calls=1) * 1e3 / calls
 
 
 def main(argv=None) -> int:
@@ -132,7 +128,7 @@ def main(argv=None) -> int:
             continue
         rows = []
         for c in configs:
-            us = graph_us_per_call(lambda c=c: launch(c), calls, device)
+            us = us_per_call(lambda c=c: launch(c), calls, device)
             rows.append(dict(model=model, linear=name, config=config_name(c), us=round(us, 2),
                              tb_s=round(nbytes / us / 1e6, 3), **c))
         rows.sort(key=lambda r: r["us"])
@@ -141,8 +137,8 @@ def main(argv=None) -> int:
         records += rows
         best = rows[0]
         tuned = {}
-        if device == "cuda" and name != "qkv_kv":  # the autotuned op as the step used to launch it
-            tuned_us = graph_us_per_call(lambda: launch(None), calls, device)
+        if device == "cuda" and name != "qkv_kv":  # the autotuner, as the step used to launch it
+            tuned_us = us_per_call(lambda: launch(None, gemv.PREFETCH), calls, device)
             pick = gemv._gemv_m1[gemv.PREFETCH].best_config
             tuned = dict(autotuned_us=round(tuned_us, 2), autotuned_pick=str(pick))
             records.append(dict(model=model, linear=name, config="autotuned", us=round(tuned_us, 2),
