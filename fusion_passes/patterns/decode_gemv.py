@@ -477,11 +477,11 @@ def _cache_writes(lins: list[linears.Linear], chains: list[_RopeChain], m: int, 
     linears (or None when there is none)."""
     if kv_write_policy() != "on" or val(lins[0].x2).device.type != "cuda":
         return None
-    rotated = {id(c.heads): c.out for c in chains}
+    rotated = {c.heads: c.out for c in chains}
     writes = []
     for lin in lins:
         heads = _heads(lin, m)
-        writes.append(_cache_write(rotated.get(id(heads), heads)) if heads is not None else None)
+        writes.append(_cache_write(rotated.get(heads, heads)) if heads is not None else None)
     found = [w for w in writes if w]
     if not found:
         return None
