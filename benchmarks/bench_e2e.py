@@ -103,8 +103,11 @@ def make_variant(model, variant: str):
         return torch.compile(model, mode=mode)
     if base == "fusion_passes":
         forced_policies(variant)
-        exclude = [EXCLUDE_SUFFIXES[p] for p in variant.removesuffix("+cudagraphs").split("+") if p in EXCLUDE_SUFFIXES]
-        return torch.compile(model, backend=fusion_passes.backend(mode=mode, options=options or None, exclude=exclude))
+        parts = variant.removesuffix("+cudagraphs").split("+")
+        exclude = [EXCLUDE_SUFFIXES[p] for p in parts if p in EXCLUDE_SUFFIXES]
+        graphs = next((GRAPH_SUFFIXES[p] for p in parts if p in GRAPH_SUFFIXES), None)
+        return torch.compile(model, backend=fusion_passes.backend(mode=mode, options=options or None, exclude=exclude,
+                                                                  cudagraphs=graphs))
     raise ValueError(f"unknown variant {variant!r}")
 
 
@@ -113,6 +116,9 @@ def make_variant(model, variant: str):
 INDUCTOR_SUFFIXES = {"combo": {"combo_kernels": True}}
 # Suffixes of ours that leave one family out: "nostate" keeps HF's per-layer counter updates as separate kernels.
 EXCLUDE_SUFFIXES = {"nostate": "state_updates"}
+# Suffixes of ours that pick the CUDA graphs: "static" replays each graph as one raw CUDA graph
+# (fusion_passes.static_cudagraphs) instead of Inductor's cudagraph trees: use it without "+cudagraphs"
+GRAPH_SUFFIXES = {"static": "static"}
 
 
 def inductor_options(variant: str) -> dict:
@@ -144,7 +150,7 @@ def forced_policies(variant: str) -> dict[str, str]:
     name, *parts = variant.removesuffix("+cudagraphs").split("+")
     if name != "fusion_passes":
         return {}
-    known = [*suffixes, *INDUCTOR_SUFFIXES, *EXCLUDE_SUFFIXES]
+    known = [*suffixes, *INDUCTOR_SUFFIXES, *EXCLUDE_SUFFIXES, *GRAPH_SUFFIXES]
     unknown = [p for p in parts if p not in known]
     if unknown:
         raise ValueError(f"unknown variant {variant!r}: no suffix {', '.join(unknown)} (known: {', '.join(known)})")

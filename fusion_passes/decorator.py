@@ -23,9 +23,12 @@ __all__ = ["fuse"]
 _COMPILED_ATTR = "_fusion_passes_compiled_forward"
 
 
-def fuse(target=None, *, patterns=None, exclude=(), mode=None, options=None, dynamic=None, fullgraph=False):
-    """Decorate an ``nn.Module`` subclass, an ``nn.Module`` instance or a function (bare or with options)."""
-    be = FusionBackend(patterns=patterns, exclude=exclude, mode=mode, options=options, dynamic=dynamic)
+def fuse(target=None, *, patterns=None, exclude=(), mode=None, options=None, dynamic=None, fullgraph=False,
+         cudagraphs=None):
+    """Decorate an ``nn.Module`` subclass, an ``nn.Module`` instance or a function (bare or with options); the
+    keywords are ``fusion_passes.backend``'s, plus ``fullgraph`` for ``torch.compile``."""
+    be = FusionBackend(patterns=patterns, exclude=exclude, mode=mode, options=options, dynamic=dynamic,
+                       cudagraphs=cudagraphs)
     kwargs = dict(backend=be, dynamic=dynamic, fullgraph=fullgraph)
 
     def apply(obj):

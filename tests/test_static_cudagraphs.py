@@ -1,0 +1,355 @@
+"""fusion_passes.static_cudagraphs: when a graph may replay as one raw CUDA graph (``blocker``, on fake CUDA
+tensors), the runner's bookkeeping (on CPU, with a stand-in for CUDA graph capture that records what a replay
+redoes), and on a GPU the real thing against eager and against Inductor's cudagraph trees."""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+import pytest
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.proxy_tensor import make_fx
+
+import fusion_passes
+from fusion_passes import static_cudagraphs
+from fusion_passes.static_cudagraphs import MAX_GRAPHS, StaticCudaGraphs, blocker
+
+
+def _traced(fn, *shapes, device="cuda"):
+    with FakeTensorMode():
+        args = [torch.empty(s, device=device) for s in shapes]
+        return make_fx(fn)(*args), args
+
+
+def test_blocker_accepts_a_fixed_shape_inference_graph_on_one_gpu():
+    gm, args = _traced(lambda x, w: torch.relu(x @ w), (1, 8), (8, 8))
+    assert blocker(gm, args, grad_enabled=False) is None
+
+
+@pytest.mark.parametrize("case, why", [
+    ("grad", "records gradients"),
+    ("cpu", "not on one CUDA device"),
+    ("python_value", "is a int, not a tensor"),
+    ("cpu_tensor_inside", "makes a cpu tensor"),
+    ("symbolic", "symbolic or data-dependent size"),
+])
+def test_blocker_says_why_a_graph_cannot_be_static(case, why):
+    if case == "cpu_tensor_inside":
+        gm, args = _traced(lambda x: x + torch.arange(4, device="cpu").sum().to(x.device), (4,))
+    elif case == "symbolic":  # e.g. the count of an ``x.nonzero()``: an unbacked size
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+        gm, args = _traced(lambda x: x * 2, (3, 4))
+        next(n for n in gm.graph.nodes if n.op == "call_function").meta["val"] = ShapeEnv().create_unbacked_symint()
+    else:
+        gm, args = _traced(lambda x, w: x @ w, (1, 8), (8, 8), device="cpu" if case == "cpu" else "cuda")
+    if case == "python_value":
+        args = [args[0], 3]
+    reason = blocker(gm, args, grad_enabled=case == "grad")
+    assert reason is not None and why in reason, reason
+
+
+# --- the runner on CPU: a stand-in CUDA graph whose replay re-runs what the test's "compiled" function
+# registered while it was being captured (as a real graph re-runs the kernels on the same memory) ---
+
+class _FakeGraph:
+    capturing: "_FakeGraph | None" = None
+
+    def __init__(self):
+        self.replays = []
+
+    def replay(self):
+        for fn in self.replays:
+            fn()
+
+
+@contextlib.contextmanager
+def _fake_capture(graph):
+    _FakeGraph.capturing = graph
+    try:
+        yield
+    finally:
+        _FakeGraph.capturing = None
+
+
+@pytest.fixture
+def fake_cuda_graphs(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", _FakeGraph)
+    monkeypatch.setattr(torch.cuda, "graph", _fake_capture)
+
+
+def _linear_step(calls: list):
+    """compiled(w, x) -> [x @ w], counting real runs; under capture it records the replay instead."""
+
+    def compiled(w, x):
+        calls.append("run" if _FakeGraph.capturing is None else "capture")
+        out = x @ w  # (a capture would not compute it: the replay that follows does)
+        if _FakeGraph.capturing is not None:
+            _FakeGraph.capturing.replays.append(lambda: torch.matmul(x, w, out=out))
+        return [out]
+
+    return compiled
+
+
+def _runner(compiled, *example, skipped=None):
+    return StaticCudaGraphs(compiled, example, on_skip=(skipped if skipped is not None else []).append)
+
+
+def test_runner_warms_up_captures_then_replays_with_fresh_inputs(fake_cuda_graphs):
+    calls = []
+    w = torch.nn.Parameter(torch.randn(8, 8), requires_grad=False)
+    x = [torch.randn(2, 8) for _ in range(4)]
+    run = _runner(_linear_step(calls), w, x[0])
+    outs = [run(w, xi)[0] for xi in x]
+    assert calls == ["run", "capture"]  # later calls replay: the compiled function does not run again
+    assert run.static_idx == [0] and run.copied_idx == [1] and len(run.recordings) == 1
+    for xi, out in zip(x, outs):  # each call saw its own input, and a later replay did not overwrite it
+        torch.testing.assert_close(out, xi @ w)
+    with torch.no_grad():
+        w.mul_(2)  # a static input is used in place: its new values count
+    torch.testing.assert_close(run(w, x[0])[0], x[0] @ w)
+
+
+def test_runner_captures_again_when_a_static_input_moves_and_gives_up_after_max_graphs(fake_cuda_graphs):
+    calls, skipped = [], []
+    x = torch.randn(2, 8)
+    weights = [torch.nn.Parameter(torch.randn(8, 8), requires_grad=False) for _ in range(MAX_GRAPHS)]
+    run = _runner(_linear_step(calls), weights[0], x, skipped=skipped)
+    run(weights[0], x)
+    for w in weights:
+        torch.testing.assert_close(run(w, x)[0], x @ w)
+    assert len(run.recordings) == MAX_GRAPHS and not skipped
+    torch.testing.assert_close(run(weights[1], x)[0], x @ weights[1])  # an earlier address: replayed
+    assert calls.count("capture") == MAX_GRAPHS
+    w = torch.nn.Parameter(torch.randn(8, 8), requires_grad=False)
+    torch.testing.assert_close(run(w, x)[0], x @ w)
+    assert skipped == [f"static inputs moved {MAX_GRAPHS} times"] and run.recordings == []
+    torch.testing.assert_close(run(weights[0], x)[0], x @ weights[0])  # uncaptured from now on
+    assert calls[-1] == "run"
+
+
+def test_runner_runs_uncaptured_when_the_graph_mutates_an_input_without_static_address(fake_cuda_graphs):
+    skipped = []
+
+    def compiled(w, state):
+        state.add_(1)  # an in-place update of a plain tensor: a copy of it could not carry the update back
+        return [state * w]
+
+    w = torch.nn.Parameter(torch.ones(3), requires_grad=False)
+    state = torch.zeros(3)
+    run = _runner(compiled, w, state, skipped=skipped)
+    for step in range(1, 4):
+        torch.testing.assert_close(run(w, state)[0], torch.full((3,), float(step)))
+    assert state.tolist() == [3.0, 3.0, 3.0]
+    assert len(skipped) == 1 and "mutates input 1, which has no static address" in skipped[0]
+
+
+def test_runner_replays_updates_of_static_inputs_and_bumps_their_versions(fake_cuda_graphs):
+    def compiled(cache, x):
+        if _FakeGraph.capturing is None:
+            cache.add_(x)
+        else:  # a capture records the kernels without running them
+            _FakeGraph.capturing.replays.append(lambda: cache.add_(x))
+        return [cache[:2]]  # a view of the static input: returned as is, not cloned
+
+    cache = torch.zeros(4)
+    torch._dynamo.mark_static_address(cache)
+    run = _runner(compiled, cache, torch.ones(4))
+    for step in range(1, 5):
+        version = cache._version
+        out = run(cache, torch.ones(4))[0]
+        assert cache.tolist() == [float(step)] * 4  # once per call: not again by the capture
+        assert cache._version > version
+    assert out.data_ptr() == cache.data_ptr()
+
+
+def test_runner_runs_uncaptured_when_an_output_aliases_a_copied_input(fake_cuda_graphs):
+    skipped = []
+    run = _runner(lambda x: [x.view(-1)], torch.zeros(2, 2), skipped=skipped)
+    x = torch.randn(2, 2)
+    for _ in range(3):
+        assert run(x)[0].data_ptr() == x.data_ptr()
+    assert skipped == ["an output is a view of an input without a static address"]
+
+
+def test_runner_runs_uncaptured_when_capture_fails(fake_cuda_graphs):
+    skipped = []
+
+    def compiled(x):
+        if _FakeGraph.capturing is not None:
+            raise RuntimeError("operation not permitted when stream is capturing")
+        return [x + 1]
+
+    run = _runner(compiled, torch.zeros(2), skipped=skipped)
+    for _ in range(3):
+        torch.testing.assert_close(run(torch.ones(2))[0], torch.full((2,), 2.0))
+    assert len(skipped) == 1 and skipped[0].startswith("capture failed: RuntimeError: operation not permitted")
+
+
+def test_runner_copies_an_expanded_input_through_its_one_stored_element(fake_cuda_graphs):
+    calls = []
+    w = torch.nn.Parameter(torch.randn(8, 8), requires_grad=False)
+    example = torch.randn(1, 8).expand(3, 8)
+    run = _runner(_linear_step(calls), w, example)
+    for _ in range(3):
+        x = torch.randn(1, 8).expand(3, 8)
+        torch.testing.assert_close(run(w, x)[0], x @ w)
+    assert calls == ["run", "capture"]
+
+
+# --- through the backend ---
+
+def test_backend_rejects_an_unknown_cudagraphs_value():
+    with pytest.raises(ValueError, match=r"unknown cudagraphs='fast'; choose one of None, 'trees', 'static'"):
+        fusion_passes.backend(cudagraphs="fast")
+
+
+def test_backend_on_cpu_records_why_there_are_no_cuda_graphs():
+    torch._dynamo.reset()
+    model = torch.nn.Linear(8, 8)
+    x = torch.randn(2, 8)
+    with fusion_passes.capture() as recs, torch.no_grad():
+        out = torch.compile(model, backend=fusion_passes.backend(cudagraphs="static"))(x)
+    torch.testing.assert_close(out, model(x))
+    assert [r.cudagraphs for r in recs] == ["none (inputs on ['cpu'], not on one CUDA device)"]
+
+
+def test_backend_takes_torch_compiles_mode_keyword():
+    """torch.compile hands a callable backend its ``mode=`` (HF's CompileConfig passes "reduce-overhead")."""
+    torch._dynamo.reset()
+    model = torch.nn.Linear(8, 8)
+    x = torch.randn(2, 8)
+    be = fusion_passes.backend(cudagraphs="static")
+    with fusion_passes.capture() as recs, torch.no_grad():
+        out = torch.compile(model, backend=be, mode="reduce-overhead")(x)
+    torch.testing.assert_close(out, model(x))
+    assert len(recs) == 1 and be.mode is None  # the backend object itself is left as configured
+
+
+gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+def _decode_steps(model, compiled, steps):
+    """Greedy decoding of ``steps`` tokens after an 8-token prompt over an HF StaticCache, eager and compiled (each
+    with its own cache, the compiled one fed eager's tokens): the logits of every step, all kept."""
+    from transformers import StaticCache
+
+    from fusion_passes.zoo import hf_cache_kwargs
+
+    prompt = torch.randint(0, model.config.vocab_size, (1, 8), generator=torch.Generator().manual_seed(0)).cuda()
+    results, tokens = [], []
+    for m in (model, compiled):
+        cache = StaticCache(config=model.config, max_cache_len=8 + steps)
+        kw = hf_cache_kwargs(model, cache)
+        logits = model(prompt, **kw, cache_position=torch.arange(8, device="cuda"), use_cache=True).logits
+        tok, got = logits[:, -1:].argmax(-1), []
+        for i in range(steps):
+            pos = torch.tensor([8 + i], device="cuda")
+            out = m(tok, **kw, cache_position=pos, position_ids=pos[None], use_cache=True).logits
+            got.append(out)
+            if m is model:
+                tokens.append(out[:, -1:].argmax(-1))
+            tok = tokens[i]
+        results.append(got)
+    return results
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_gpu_hf_decode_steps_under_static_graphs_match_eager(attn):
+    from tests.test_hf_models import _causal_lm
+
+    torch._dynamo.reset()
+    model = _causal_lm("llama", attn=attn).cuda()
+    compiled = torch.compile(model, backend=fusion_passes.backend(cudagraphs="static"))
+    with torch.no_grad(), fusion_passes.capture() as recs, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        expected, got = _decode_steps(model, compiled, 12)
+    assert not [w for w in caught if "without CUDA graphs" in str(w.message)]
+    assert [r.cudagraphs for r in recs] == ["static"]
+    assert {"decode_gemv", "attention_sdpa"} <= {m.pattern for r in recs for m in r.matches}
+    for e, g in zip(expected, got):  # every step's logits, kept: no later replay overwrote them
+        torch.testing.assert_close(g, e, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_static_graph_replays_with_new_inputs_and_new_weights():
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.GELU(), torch.nn.Linear(64, 8)).cuda()
+    compiled = torch.compile(model, backend=fusion_passes.backend(cudagraphs="static"))
+    xs = [torch.randn(4, 64, device="cuda") for _ in range(5)]
+    with torch.no_grad(), fusion_passes.capture() as recs:
+        outs = [compiled(x) for x in xs]
+        for x, out in zip(xs, outs):
+            torch.testing.assert_close(out, model(x))
+        model[0].weight.mul_(-1)  # in place: the replay reads it
+        torch.testing.assert_close(compiled(xs[0]), model(xs[0]))
+        model[2].weight = torch.nn.Parameter(torch.randn(8, 64, device="cuda"))  # a new address: captured again
+        torch.testing.assert_close(compiled(xs[1]), model(xs[1]))
+    assert [r.cudagraphs for r in recs if r.cudagraphs] == ["static"] * len({r.graph_id for r in recs})
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_static_graph_mutating_a_plain_input_runs_uncaptured_and_warns():
+    torch._dynamo.reset()
+
+    def step(x, state):
+        state.add_(x)
+        return state * 2
+
+    compiled = torch.compile(step, backend=fusion_passes.backend(cudagraphs="static"))
+    state = torch.zeros(16, device="cuda")
+    with pytest.warns(UserWarning, match="runs without CUDA graphs: the graph mutates input"), \
+            fusion_passes.capture() as recs:
+        for i in range(1, 4):
+            out = compiled(torch.ones(16, device="cuda"), state)
+            torch.testing.assert_close(out, torch.full((16,), 2.0 * i, device="cuda"))
+    assert recs[0].cudagraphs.startswith("none (the graph mutates input")
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_dynamic_shapes_and_training_get_inductors_cudagraph_trees():
+    torch._dynamo.reset()
+    model = torch.nn.Linear(32, 32).cuda()
+    be = fusion_passes.backend(cudagraphs="static")
+    with fusion_passes.capture() as recs:
+        with torch.no_grad():
+            dyn = torch.compile(model, backend=be, dynamic=True)
+            for n in (3, 5):
+                x = torch.randn(n, 32, device="cuda")
+                torch.testing.assert_close(dyn(x), model(x))
+        torch._dynamo.reset()
+        train = torch.compile(model, backend=be)
+        x = torch.randn(4, 32, device="cuda")
+        train(x).sum().backward()
+    assert all(r.cudagraphs.startswith("trees (") for r in recs), [r.cudagraphs for r in recs]
+    assert any("not a tensor" in r.cudagraphs for r in recs) and any("gradients" in r.cudagraphs for r in recs)
+    assert model.weight.grad is not None
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_hf_generate_with_a_static_graphs_backend_object():
+    """HF's generate with ``CompileConfig(backend=fusion_passes.backend(cudagraphs="static"))``: the config's
+    mode="reduce-overhead" reaches the backend as a keyword; the tokens are eager's."""
+    import transformers
+
+    from tests.test_hf_models import _causal_lm, _ids
+
+    model = _causal_lm("llama", attn="sdpa").cuda()
+    prompt = _ids(batch=2, seq=8).cuda()
+    kw = dict(max_new_tokens=12, do_sample=False, cache_implementation="static", pad_token_id=0)
+    with torch.no_grad():
+        expected = model.generate(prompt, **kw, disable_compile=True)
+        torch._dynamo.reset()
+        config = transformers.CompileConfig(backend=fusion_passes.backend(cudagraphs="static"), fullgraph=True)
+        with fusion_passes.capture() as recs:
+            got = model.generate(prompt, **kw, compile_config=config)
+    assert torch.equal(got, expected)
+    assert "static" in [r.cudagraphs for r in recs]
