@@ -353,3 +353,12 @@ def test_gpu_hf_generate_with_a_static_graphs_backend_object():
             got = model.generate(prompt, **kw, compile_config=config)
     assert torch.equal(got, expected)
     assert "static" in [r.cudagraphs for r in recs]
+
+
+def test_report_says_which_cuda_graphs_each_graph_got():
+    model = torch.nn.Linear(8, 8)
+    with torch.no_grad():
+        rep = fusion_passes.report(model, torch.randn(2, 8), cudagraphs="static")
+    assert [g["cudagraphs"] for g in rep.to_dict()["graphs"]] == ["none (inputs on ['cpu'], not on one CUDA device)"]
+    plain = fusion_passes.report(model, torch.randn(2, 8))
+    assert [g["cudagraphs"] for g in plain.to_dict()["graphs"]] == [""]

@@ -32,22 +32,24 @@ Progress = Callable[[str], None]
 _HOOK_TITLE = {"joint": "joint-graph", "post_grad": "post-grad"}
 
 
-def report(model_or_fn, *args, patterns=None, exclude=(), mode=None, options=None, **kwargs) -> FusionReport:
+def report(model_or_fn, *args, patterns=None, exclude=(), mode=None, options=None, cudagraphs=None,
+           **kwargs) -> FusionReport:
     """Compile and run ``model_or_fn(*args, **kwargs)`` once with our backend; return what it did.
 
-    patterns/exclude/mode/options: as for ``fusion_passes.backend``. The compiled call runs under the
+    patterns/exclude/mode/options/cudagraphs: as for ``fusion_passes.backend``. The compiled call runs under the
     caller's grad mode (wrap it in ``torch.no_grad()`` for inference). Dynamo's caches are reset first
     (``torch._dynamo.reset()``) so every graph is traced and compiled here; other compiled functions in the
     process recompile on their next call. ``report.output`` holds what the call returned. An already
     compiled model or function (``torch.compile(model)``) is reported on its original. For dynamic shapes
     or progress lines use ``fusion_passes.report.collect``.
     """
-    return collect(model_or_fn, args, kwargs, patterns=patterns, exclude=exclude, mode=mode, options=options)
+    return collect(model_or_fn, args, kwargs, patterns=patterns, exclude=exclude, mode=mode, options=options,
+                   cudagraphs=cudagraphs)
 
 
 def collect(model_or_fn, args: Sequence[Any] = (), kwargs: dict | None = None, *, patterns=None, exclude=(),
             mode=None, options=None, dynamic=None, progress: Progress | None = None, target: str = "",
-            reset: bool = True) -> FusionReport:
+            reset: bool = True, cudagraphs=None) -> FusionReport:
     """``report()`` with the extras the CLI needs: ``dynamic``, a ``progress(msg)`` callback, a target name."""
     say = progress or (lambda msg: None)
     model_or_fn = _unwrap(model_or_fn)
@@ -55,7 +57,7 @@ def collect(model_or_fn, args: Sequence[Any] = (), kwargs: dict | None = None, *
     opts["fx_graph_cache"] = False  # a cache hit would skip our passes and leave no records
     timeline: list = []  # BreakEvents and (GraphEvent, GraphRecord | None, compile id), in the order they happen
     be = _ReportingBackend(timeline, say, patterns=patterns, exclude=exclude, mode=mode, options=opts,
-                           dynamic=dynamic)
+                           dynamic=dynamic, cudagraphs=cudagraphs)
     if reset:
         torch._dynamo.reset()
     target = target or _name_of(model_or_fn)
@@ -95,8 +97,8 @@ class _ReportingBackend(FusionBackend):
         self.n_graphs = 0
         self.records: list[records.GraphRecord] = []  # the capture() list of the report's compile
 
-    def config_patches(self, grad_enabled: bool) -> dict[str, Any]:
-        patches = super().config_patches(grad_enabled)
+    def config_patches(self, grad_enabled: bool, trees: bool = False) -> dict[str, Any]:
+        patches = super().config_patches(grad_enabled, trees)
         for attr in HOOK_CONFIG.values():
             if isinstance(patches.get(attr), FusionGraphPass):
                 patches[attr] = _AnnouncingPass(patches[attr], self.n_graphs, self.say)
@@ -118,7 +120,7 @@ class _ReportingBackend(FusionBackend):
         if rec is not None:
             kernels = "cache hit" if rec.kernels is None else f"{rec.kernels} kernel(s)"
             self.say(f"graph {gid}: compiled in {rec.compile_s:.1f} s ({kernels}, {len(rec.matches)} match(es), "
-                     f"{len(rec.near_misses)} near miss(es))")
+                     f"{len(rec.near_misses)} near miss(es)" + (f", CUDA graphs: {rec.cudagraphs})" if rec.cudagraphs else ")"))
         return compiled
 
 
@@ -180,7 +182,7 @@ def _graph_report(rec: records.GraphRecord, gid: int, event: GraphEvent | None, 
     stages = [StageReport(s.hook, s.code_before, s.code_after or s.code_before, dict(s.ops_before),
                           dict(s.ops_after or s.ops_before)) for s in rec.stages]
     g = GraphReport(graph_id=gid, compile_id=cid, num_nodes=rec.num_nodes, kernels=rec.kernels,
-                    compile_s=rec.compile_s, passes_ran=rec.passes_ran, stages=stages, matches=renum(rec.matches),
+                    compile_s=rec.compile_s, cudagraphs=rec.cudagraphs, passes_ran=rec.passes_ran, stages=stages, matches=renum(rec.matches),
                     near_misses=renum(rec.near_misses), errors=renum(rec.errors))
     if event is not None:
         g.ended_by = "graph break" if event.graph_break else ""

@@ -117,6 +117,7 @@ class GraphReport:
     num_nodes: int = 0
     kernels: int | None = None
     compile_s: float = 0.0
+    cudagraphs: str = ""  # with backend(cudagraphs="static"): "static", or what the graph got instead and why
     passes_ran: bool = True
     stages: list[StageReport] = field(default_factory=list)
     matches: list[Match] = field(default_factory=list)
@@ -263,6 +264,7 @@ def _graph_dict(g: GraphReport, code: bool) -> dict[str, Any]:
         "num_nodes": g.num_nodes,
         "kernels": g.kernels,
         "compile_s": round(g.compile_s, 3),
+        "cudagraphs": g.cudagraphs,
         "passes_ran": g.passes_ran,
         "ended_by": g.ended_by,
         "saved_bytes": g.saved_bytes,
