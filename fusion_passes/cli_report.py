@@ -51,6 +51,8 @@ def add_report_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--patterns", nargs="*", default=None, help="families to enable (default: all)")
     p.add_argument("--exclude", nargs="*", default=(), help="families to leave out")
     p.add_argument("--mode", default=None, help="Inductor mode, as for torch.compile (e.g. max-autotune)")
+    p.add_argument("--cudagraphs", choices=["trees", "static"], default=None,
+                   help="CUDA graphs: Inductor's trees, or fusion_passes' static graphs (default: as --mode says)")
     p.add_argument("--dynamic", action="store_true", help="compile with dynamic shapes")
     p.add_argument("--diffs", action="store_true", help="append the graph diffs to the text report")
     p.add_argument("--train", action="store_true", help="keep train() mode and autograd (default: eval + no_grad)")
@@ -212,7 +214,8 @@ def run_report(args) -> int:
         call_args, call_kwargs = _move(call_args, device, dtype), _move(call_kwargs, device, dtype)
         with contextlib.nullcontext() if args.train else torch.no_grad():
             rep = collect(model, call_args, call_kwargs, patterns=args.patterns, exclude=args.exclude,
-                          mode=args.mode, dynamic=True if args.dynamic else None, progress=_say, target=args.target)
+                          mode=args.mode, cudagraphs=args.cudagraphs, dynamic=True if args.dynamic else None,
+                          progress=_say, target=args.target)
 
     if args.html:
         rep.to_html(args.html)

@@ -96,13 +96,15 @@ def test_file_target_text_html_json(target, tmp_path):
 
 
 def test_module_target_json_to_stdout(target):
-    proc = _cli("tiny_target:make_kwargs", "--patterns", "toy_cli", "--json",
+    proc = _cli("tiny_target:make_kwargs", "--patterns", "toy_cli", "--json", "--cudagraphs", "static",
                 env_extra={"PYTHONPATH": f"{target.parent}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(proc.stdout)  # only JSON on stdout; progress went to stderr
     assert data["patterns"] == ["toy_cli"] and data["summary"]["matches"] == 1
     line = 1 + TARGET_SRC.splitlines().index('        print("a debug line")  # the graph break')
     assert data["graph_breaks"][0]["location"] == f"{target}:{line}"
+    # --cudagraphs static on CPU: each graph says it got none, and why
+    assert {g["cudagraphs"] for g in data["graphs"]} == {"none (inputs on ['cpu'], not on one CUDA device)"}
 
 
 def test_factory_returning_the_wrong_thing_exits_2(target):
