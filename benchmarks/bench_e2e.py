@@ -119,6 +119,9 @@ EXCLUDE_SUFFIXES = {"nostate": "state_updates"}
 # Suffixes of ours that pick the CUDA graphs: "static" replays each graph as one raw CUDA graph
 # (fusion_passes.static_cudagraphs) instead of Inductor's cudagraph trees: use it without "+cudagraphs"
 GRAPH_SUFFIXES = {"static": "static"}
+# "graphstep": the whole step call (Dynamo, HF's Python, the compiled graph without graphs of its own) replayed as
+# one CUDA graph by fusion_passes.cuda_graph_step; the step's inputs are fixed, so no input is copied per call
+STEP_SUFFIXES = ("graphstep",)
 
 
 def inductor_options(variant: str) -> dict:
@@ -150,7 +153,7 @@ def forced_policies(variant: str) -> dict[str, str]:
     name, *parts = variant.removesuffix("+cudagraphs").split("+")
     if name != "fusion_passes":
         return {}
-    known = [*suffixes, *INDUCTOR_SUFFIXES, *EXCLUDE_SUFFIXES, *GRAPH_SUFFIXES]
+    known = [*suffixes, *INDUCTOR_SUFFIXES, *EXCLUDE_SUFFIXES, *GRAPH_SUFFIXES, *STEP_SUFFIXES]
     unknown = [p for p in parts if p not in known]
     if unknown:
         raise ValueError(f"unknown variant {variant!r}: no suffix {', '.join(unknown)} (known: {', '.join(known)})")
@@ -243,6 +246,17 @@ def run(args, save) -> list[dict]:
 def step_for(variant: str, step):
     """``step(model)`` as ``variant`` runs it: with CUDA graphs each call is marked as a new step (the last
     step's graph outputs may then be overwritten, which is what a generation loop allows)."""
+    if "+graphstep" in variant:
+        import fusion_passes
+
+        graphed = {}
+
+        def whole(m):
+            if id(m) not in graphed:
+                graphed[id(m)] = fusion_passes.cuda_graph_step(lambda: step(m))
+            return graphed[id(m)]()
+
+        return whole
     if not variant.endswith("+cudagraphs"):
         return step
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from .backend import FusionBackend, backend
 from .decorator import fuse
 from .patterns import available_patterns, register_pattern
+from .static_cudagraphs import cuda_graph_step
 from .records import GraphRecord, Match, NearMiss, PassError, capture, history, last_compile
 from . import report  # noqa: E402 - callable: fusion_passes.report(model, *args) -> FusionReport
 
@@ -25,6 +26,7 @@ __all__ = [
     "available_patterns",
     "backend",
     "capture",
+    "cuda_graph_step",
     "fuse",
     "history",
     "last_compile",

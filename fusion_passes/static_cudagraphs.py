@@ -27,13 +27,14 @@ Random ops are replayed correctly: CUDA graphs advance the default generator's o
 
 from __future__ import annotations
 
+import types
 import warnings
 from typing import Any, Callable, Sequence
 
 import torch
 from torch import fx
 
-__all__ = ["StaticCudaGraphs", "blocker", "MAX_GRAPHS"]
+__all__ = ["StaticCudaGraphs", "blocker", "cuda_graph_step", "MAX_GRAPHS"]
 
 MAX_GRAPHS = 4
 
@@ -95,8 +96,8 @@ class StaticCudaGraphs:
         self._on_skip = on_skip
 
     def __call__(self, *args):
-        if self.skip_reason is not None:
-            return self.compiled(*args)
+        if self.skip_reason is not None or _capturing():
+            return self.compiled(*args)  # (inside a capture of the whole step: the kernels go into that graph)
         for rec in self.recordings:
             if _ptrs_equal(list(args), rec.ptrs, self.static_idx):
                 return self._replay(rec, args)
@@ -160,6 +161,11 @@ class StaticCudaGraphs:
         return None if args is None else self.compiled(*args)
 
 
+def _capturing() -> bool:
+    """Inside a capture of a larger graph (``cuda_graph_step`` around a compiled model)."""
+    return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+
+
 def _python_ptrs_equal(tensors: list, ptrs: list, indices: list[int]) -> bool:
     return all(tensors[i].data_ptr() == ptrs[i] for i in indices)
 
@@ -180,3 +186,173 @@ def _copy_into(dst: list[torch.Tensor], src: list[torch.Tensor]) -> None:
                 if d.stride(dim) == 0:
                     d, s = d.narrow(dim, 0, 1), s.narrow(dim, 0, 1)
             d.copy_(s)
+
+
+# ------------------------------------------------------------------------------------ a whole step, graphed
+
+def cuda_graph_step(fn: Callable, *, state: Sequence[Any] = ()) -> "GraphedStep":
+    """``fn`` (one decode step: e.g. a compiled HF model's call) replayed as one CUDA graph, Python and all.
+
+        model = torch.compile(model, backend=fusion_passes.backend())          # no CUDA graphs of its own
+        step = fusion_passes.cuda_graph_step(
+            lambda ids, pos: model(input_ids=ids, past_key_values=cache, cache_position=pos,
+                                   position_ids=pos[None], use_cache=True).logits)
+        logits = step(next_ids, pos)                                           # [B, 1, V], a fresh tensor
+
+    Per call: the tensor arguments are copied into the captured ones and the graph replays; no Python of ``fn``
+    runs (neither HF's nor Dynamo's guards: a 1B decode step's host time drops from ~0.3 ms to ~0.02 ms). The
+    contract that makes this equal to calling ``fn``: ``fn``'s result depends only on its tensor arguments and on
+    tensors that stay where they are (weights, a static KV cache, updated in place), and a call changes no Python
+    state. What is checked: the arguments' shapes, dtypes, devices and non-tensor values pick the graph (a new
+    combination is captured, up to ``MAX_GRAPHS``); the second call, still uncaptured, compares the Python state it
+    can reach (non-tensor arguments, ``fn``'s closure and ``self``, and ``state``: numbers, strings, container
+    lengths, tensor addresses and shapes, a few levels deep) before and after, and a change (a Python counter, a
+    growing cache) means ``fn`` always runs uncaptured, with a warning. A step whose shapes change every call (a
+    ``DynamicCache``) is refused by the same check. Outputs are cloned, as in ``StaticCudaGraphs``.
+    """
+    return GraphedStep(fn, state)
+
+
+class GraphedStep:
+    """See :func:`cuda_graph_step`. ``skip_reason`` says why it runs uncaptured, when it does."""
+
+    def __init__(self, fn: Callable, state: Sequence[Any] = ()):
+        self.fn = fn
+        self.state = tuple(state)
+        self.runners: dict = {}  # argument signature -> (StaticCudaGraphs, [output TreeSpec])
+        self.skip_reason: str | None = None
+
+    def __call__(self, *args, **kwargs):
+        if self.skip_reason is not None or not _cuda_available():
+            return self.fn(*args, **kwargs)
+        from torch.utils._pytree import tree_flatten, tree_unflatten
+
+        leaves, spec = tree_flatten((args, kwargs))
+        tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
+        key = (spec, tuple(_signature(x) for x in leaves))
+        entry = self.runners.get(key)
+        if entry is None:
+            if len(self.runners) >= MAX_GRAPHS:
+                return self._skip(f"{MAX_GRAPHS} argument signatures already captured", args, kwargs)
+            if not all(map(_capturable, tensors)):
+                return self._skip("a tensor argument is not on a CUDA device", args, kwargs)
+            out_spec: list = [None]
+            runner = StaticCudaGraphs(self._flat_fn(leaves, spec, out_spec), tensors,
+                                      on_skip=lambda why: self._skip(why))
+            self.runners[key] = (runner, out_spec)
+            return self.fn(*args, **kwargs)  # the first call compiles, initialises, autotunes: not checked
+        runner, out_spec = entry
+        if runner.calls == 0:
+            objects = ([(f"argument {i}", x) for i, x in enumerate(leaves) if not isinstance(x, torch.Tensor)]
+                       + [(f"state[{i}]", x) for i, x in enumerate(self.state)] + _reachable(self.fn))
+            before = _fingerprint(objects)
+            outputs = runner(*tensors)
+            changed = _first_difference(before, _fingerprint(objects))
+            if changed is not None:
+                self._skip(f"a call changes Python state ({changed}), which a replay would not")
+        else:
+            outputs = runner(*tensors)
+        return tree_unflatten(list(outputs), out_spec[0])
+
+    def _flat_fn(self, leaves: list, spec, out_spec: list) -> Callable:
+        from torch.utils._pytree import tree_flatten, tree_unflatten
+
+        slots = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor)]
+
+        def flat(*tensors):
+            filled = list(leaves)
+            for i, t in zip(slots, tensors):
+                filled[i] = t
+            args, kwargs = tree_unflatten(filled, spec)
+            out, out_spec[0] = tree_flatten(self.fn(*args, **kwargs))
+            return out
+
+        return flat
+
+    def _skip(self, reason: str, args=(), kwargs=None):
+        if self.skip_reason is None:
+            self.skip_reason = reason
+            self.runners.clear()
+            warnings.warn(f"fusion_passes.cuda_graph_step: runs uncaptured: {reason}", stacklevel=3)
+        return self.fn(*args, **(kwargs or {})) if args or kwargs else None
+
+
+def _cuda_available() -> bool:
+    return torch.cuda.is_available()
+
+
+def _capturable(t: torch.Tensor) -> bool:
+    return t.is_cuda
+
+
+def _signature(x: Any):
+    if isinstance(x, torch.Tensor):
+        return ("tensor", tuple(x.shape), x.stride(), x.dtype, x.device, is_static(x))
+    if isinstance(x, (int, float, bool, str, bytes, type(None))):
+        return (type(x), x)
+    return ("object", id(x))
+
+
+_SCALARS = (int, float, bool, str, bytes, type(None), torch.dtype, torch.device)
+
+
+def _reachable(fn: Callable) -> list[tuple[str, Any]]:
+    """(name, object) for what a step function reads besides its arguments: its closure and its ``self``."""
+    cells = zip(getattr(getattr(fn, "__code__", None), "co_freevars", ()), getattr(fn, "__closure__", None) or ())
+    found = [(name, c.cell_contents) for name, c in cells if _has_contents(c)]
+    if getattr(fn, "__self__", None) is not None:
+        found.append(("self", fn.__self__))
+    return found
+
+
+def _has_contents(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # an empty cell
+        return False
+    return True
+
+
+def _fingerprint(objects: list[tuple[str, Any]], depth: int = 6) -> list[tuple]:
+    """(path, value) for the Python state reachable from the (name, object) pairs: scalars, container lengths and keys,
+    tensors' address / shape / dtype; each object once, ``depth`` levels deep."""
+    out: list[tuple] = []
+    seen: set[int] = set()
+
+    def walk(x, path: str, d: int):
+        if isinstance(x, torch.Tensor):
+            out.append((path, x.data_ptr(), tuple(x.shape), x.dtype))
+        elif isinstance(x, _SCALARS):
+            out.append((path, x))
+        elif d > 0 and id(x) not in seen:
+            seen.add(id(x))
+            if isinstance(x, (types.FunctionType, types.MethodType)):  # what a nested step function reads
+                for name, v in _reachable(x):
+                    walk(v, f"{path}.<{name}>", d - 1)
+            elif callable(x) and not isinstance(x, torch.nn.Module):
+                return  # builtins, partials, classes: not followed
+            elif isinstance(x, (list, tuple)):
+                out.append((path, len(x)))
+                for i, v in enumerate(x):
+                    walk(v, f"{path}[{i}]", d - 1)
+            elif isinstance(x, dict):
+                out.append((path, tuple(map(str, x))))
+                for k, v in x.items():
+                    walk(v, f"{path}[{k!r}]", d - 1)
+            elif hasattr(x, "__dict__"):
+                for k, v in vars(x).items():
+                    walk(v, f"{path}.{k}", d - 1)
+
+    for name, obj in objects:
+        walk(obj, name, depth)
+    return out
+
+
+def _first_difference(before: list[tuple], after: list[tuple]) -> str | None:
+    for a, b in zip(before, after):
+        if a != b:
+            return f"{a[0]}: {a[1:]} -> {b[1:]}" if a[0] == b[0] else f"{a[0]} -> {b[0]}"
+    if len(before) != len(after):
+        longer = after if len(after) > len(before) else before
+        return f"{longer[min(len(before), len(after))][0]} appeared or went"
+    return None

@@ -199,6 +199,75 @@ def test_runner_copies_an_expanded_input_through_its_one_stored_element(fake_cud
     assert calls == ["run", "capture"]
 
 
+# --- cuda_graph_step: a whole step function, on CPU through the same stand-in ---
+
+@pytest.fixture
+def fake_cuda_step(fake_cuda_graphs, monkeypatch):
+    monkeypatch.setattr(static_cudagraphs, "_cuda_available", lambda: True)
+    monkeypatch.setattr(static_cudagraphs, "_capturable", lambda t: True)
+
+
+class _Cache:
+    """A stand-in for a static KV cache: a tensor updated in place, plus optional Python state."""
+
+    def __init__(self):
+        self.keys = torch.zeros(4)
+        self.steps = 0
+
+
+def _cache_step(cache: _Cache, calls: list, count_in_python=False):
+    record = calls.append  # (a function: not Python state the check follows; ``calls`` itself would be)
+
+    def step(x, *, scale=1.0):
+        record("run" if _FakeGraph.capturing is None else "capture")
+        if _FakeGraph.capturing is None:
+            cache.keys.add_(x)
+        else:
+            _FakeGraph.capturing.replays.append(lambda: cache.keys.add_(x))
+        if count_in_python:
+            cache.steps += 1
+        out = {"logits": cache.keys * scale, "cache": cache}
+        if _FakeGraph.capturing is not None:
+            logits = out["logits"]
+            _FakeGraph.capturing.replays.append(lambda: torch.mul(cache.keys, scale, out=logits))
+        return out
+
+    return step
+
+
+def test_graph_step_replays_a_step_function_with_structured_outputs(fake_cuda_step):
+    calls, cache = [], _Cache()
+    step = fusion_passes.cuda_graph_step(_cache_step(cache, calls))
+    for i in range(1, 6):
+        out = step(torch.ones(4), scale=2.0)
+        assert out["cache"] is cache and out["logits"].tolist() == [2.0 * i] * 4
+    assert calls == ["run", "run", "capture"] and step.skip_reason is None
+    out = step(torch.ones(4), scale=3.0)  # another value of a Python argument: another graph
+    assert out["logits"].tolist() == [18.0] * 4 and len(step.runners) == 2
+
+
+def test_graph_step_refuses_a_step_that_changes_python_state(fake_cuda_step):
+    calls, cache = [], _Cache()
+    step = fusion_passes.cuda_graph_step(_cache_step(cache, calls, count_in_python=True))
+    with pytest.warns(UserWarning, match=r"runs uncaptured: a call changes Python state \(cache\.steps: \(1,\) -> \(2,\)"):
+        for i in range(1, 5):
+            assert step(torch.ones(4))["logits"].tolist() == [float(i)] * 4
+    assert cache.steps == 4 and "capture" not in calls
+
+
+def test_graph_step_refuses_a_tensor_that_grows(fake_cuda_step):
+    state = {"keys": [torch.zeros(2)]}
+
+    def step(x):
+        state["keys"].append(x.clone())  # a DynamicCache-like append
+        return torch.stack(state["keys"]).sum(0)
+
+    graphed = fusion_passes.cuda_graph_step(step)
+    with pytest.warns(UserWarning, match="changes Python state"):
+        for i in range(1, 4):
+            assert graphed(torch.ones(2)).tolist() == [float(i)] * 2
+
+
 # --- through the backend ---
 
 def test_backend_rejects_an_unknown_cudagraphs_value():
@@ -362,3 +431,40 @@ def test_report_says_which_cuda_graphs_each_graph_got():
     assert [g["cudagraphs"] for g in rep.to_dict()["graphs"]] == ["none (inputs on ['cpu'], not on one CUDA device)"]
     plain = fusion_passes.report(model, torch.randn(2, 8))
     assert [g["cudagraphs"] for g in plain.to_dict()["graphs"]] == [""]
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_gpu_graphed_hf_decode_step_matches_eager(attn):
+    """The whole HF decode step (Dynamo, HF's Python, our kernels) as one CUDA graph: eager's logits every step,
+    and HF's StaticCache changes no Python state across a step, so it is captured."""
+    from transformers import StaticCache
+
+    from fusion_passes.zoo import hf_cache_kwargs
+    from tests.test_hf_models import _causal_lm
+
+    torch._dynamo.reset()
+    model = _causal_lm("llama", attn=attn).cuda()
+    compiled = torch.compile(model, backend=fusion_passes.backend())
+    prompt = torch.randint(0, model.config.vocab_size, (1, 8), generator=torch.Generator().manual_seed(0)).cuda()
+    results = []
+    with torch.no_grad():
+        for graphed in (False, True):
+            cache = StaticCache(config=model.config, max_cache_len=24)
+            kw = hf_cache_kwargs(model, cache)
+            model(prompt, **kw, cache_position=torch.arange(8, device="cuda"), use_cache=True)
+
+            def step(ids, pos):
+                return compiled(input_ids=ids, **kw, cache_position=pos, position_ids=pos[None], use_cache=True).logits
+
+            run = fusion_passes.cuda_graph_step(step) if graphed else step
+            tok, got = prompt[:, -1:], []
+            for i in range(12):
+                got.append(run(tok, torch.tensor([8 + i], device="cuda")))
+                tok = got[-1][:, -1:].argmax(-1) if not graphed else results[0][i][:, -1:].argmax(-1)
+            results.append(got)
+    assert run.skip_reason is None and len(run.runners) == 1
+    assert run.runners[next(iter(run.runners))][0].recordings  # captured and replayed
+    for e, g in zip(*results):
+        torch.testing.assert_close(g, e, atol=1e-4, rtol=1e-4)
