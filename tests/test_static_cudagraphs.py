@@ -459,7 +459,7 @@ def test_gpu_graphed_hf_decode_step_matches_eager(attn):
                 return compiled(input_ids=ids, **kw, cache_position=pos, position_ids=pos[None], use_cache=True).logits
 
             run = fusion_passes.cuda_graph_step(step) if graphed else step
-            tok, got = prompt[:, -1:], []
+            tok, got = prompt[:, -1:].contiguous(), []  # the layout later tokens have: one signature
             for i in range(12):
                 got.append(run(tok, torch.tensor([8 + i], device="cuda")))
                 tok = got[-1][:, -1:].argmax(-1) if not graphed else results[0][i][:, -1:].argmax(-1)
