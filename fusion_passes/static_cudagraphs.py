@@ -287,7 +287,9 @@ def _capturable(t: torch.Tensor) -> bool:
 
 def _signature(x: Any):
     if isinstance(x, torch.Tensor):
-        return ("tensor", tuple(x.shape), x.stride(), x.dtype, x.device, is_static(x))
+        # the stride of a size-1 dim is never used to index (a [B, 1] slice and a fresh [B, 1] tensor match)
+        stride = tuple(0 if n == 1 else st for n, st in zip(x.shape, x.stride()))
+        return ("tensor", tuple(x.shape), stride, x.dtype, x.device, is_static(x))
     if isinstance(x, (int, float, bool, str, bytes, type(None))):
         return (type(x), x)
     return ("object", id(x))
