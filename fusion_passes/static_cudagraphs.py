@@ -27,11 +27,13 @@ Random ops are replayed correctly: CUDA graphs advance the default generator's o
 
 from __future__ import annotations
 
+import functools
 import types
 import warnings
 from typing import Any, Callable, Sequence
 
 import torch
+import torch.utils._pytree as pytree
 from torch import fx
 
 __all__ = ["StaticCudaGraphs", "blocker", "cuda_graph_step", "MAX_GRAPHS"]
@@ -40,10 +42,9 @@ MAX_GRAPHS = 4
 
 
 def is_static(x: Any) -> bool:
-    """A tensor whose address is meant to stay fixed across calls: a parameter, or marked static by Dynamo."""
-    from torch._dynamo.utils import get_static_address_type
-
-    return isinstance(x, torch.nn.Parameter) or get_static_address_type(x) is not None
+    """A tensor whose address is meant to stay fixed across calls: a parameter, or marked static by Dynamo
+    (``torch._dynamo.mark_static_address``, which sets this attribute; read directly, as every call reads it)."""
+    return isinstance(x, torch.nn.Parameter) or getattr(x, "_dynamo_static_input_type", None) is not None
 
 
 def blocker(gm: fx.GraphModule, example_inputs: Sequence[Any], grad_enabled: bool) -> str | None:
@@ -73,10 +74,23 @@ def _symbolic(t: torch.Tensor) -> bool:
 
 
 class _Recording:
-    """One captured graph: its static-input addresses, the buffers the other inputs are copied into, outputs."""
+    """One captured graph: its static-input addresses, the buffers the other inputs are copied into (``copied``:
+    which input goes into each), its outputs and which of them are cloned per call."""
 
-    def __init__(self, graph: torch.cuda.CUDAGraph, ptrs: list, buffers: list, outputs, cloned: list[bool]):
-        self.graph, self.ptrs, self.buffers, self.outputs, self.cloned = graph, ptrs, buffers, outputs, cloned
+    def __init__(self, graph: torch.cuda.CUDAGraph, ptrs: list, buffers: list, copied: list[int], outputs,
+                 cloned: list[bool]):
+        self.graph, self.ptrs, self.outputs, self.cloned = graph, ptrs, outputs, cloned
+        plain = [k for k, b in enumerate(buffers) if 0 not in b.stride()]
+        self.plain_dst, self.plain_src = [buffers[k] for k in plain], [copied[k] for k in plain]
+        self.expanded = [(buffers[k], copied[k]) for k in range(len(buffers)) if k not in set(plain)]
+
+    def copy_inputs(self, args) -> None:
+        """The non-static inputs into the captured buffers: one foreach launch (an expanded dim, stride 0, holds
+        one element: that element's slice is copied on its own)."""
+        if self.plain_dst:
+            torch._foreach_copy_(self.plain_dst, [args[i] for i in self.plain_src])
+        for dst, i in self.expanded:
+            _copy_expanded(dst, args[i])
 
 
 class StaticCudaGraphs:
@@ -99,7 +113,7 @@ class StaticCudaGraphs:
         if self.skip_reason is not None or _capturing():
             return self.compiled(*args)  # (inside a capture of the whole step: the kernels go into that graph)
         for rec in self.recordings:
-            if _ptrs_equal(list(args), rec.ptrs, self.static_idx):
+            if not self.static_idx or _ptrs_equal(list(args), rec.ptrs, self.static_idx):
                 return self._replay(rec, args)
         self.calls += 1
         if self.calls == 1:
@@ -127,7 +141,8 @@ class StaticCudaGraphs:
     def _record(self, args) -> _Recording | None:
         buffers = [torch.empty_strided(args[i].shape, args[i].stride(), dtype=args[i].dtype, device=args[i].device)
                    for i in self.copied_idx]
-        _copy_into(buffers, [args[i] for i in self.copied_idx])
+        for buf, i in zip(buffers, self.copied_idx):
+            _copy_expanded(buf, args[i])
         inputs = list(args)
         for i, buf in zip(self.copied_idx, buffers):
             inputs[i] = buf
@@ -144,11 +159,10 @@ class StaticCudaGraphs:
                 return None
             cloned.append(isinstance(o, torch.Tensor) and ptr not in static_storages)
         ptrs = [x.data_ptr() if i in set(self.static_idx) else None for i, x in enumerate(args)]
-        return _Recording(graph, ptrs, buffers, outputs, cloned)
+        return _Recording(graph, ptrs, buffers, self.copied_idx, outputs, cloned)
 
     def _replay(self, rec: _Recording, args):
-        if rec.buffers:
-            _copy_into(rec.buffers, [args[i] for i in self.copied_idx])
+        rec.copy_inputs(args)
         rec.graph.replay()
         if self.mutated:
             torch._C._increment_version([args[i] for i in self.mutated])
@@ -163,7 +177,12 @@ class StaticCudaGraphs:
 
 def _capturing() -> bool:
     """Inside a capture of a larger graph (``cuda_graph_step`` around a compiled model)."""
-    return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+    return _has_cuda() and torch.cuda.is_current_stream_capturing()
+
+
+@functools.lru_cache(maxsize=None)
+def _has_cuda() -> bool:
+    return torch.cuda.is_available()
 
 
 def _python_ptrs_equal(tensors: list, ptrs: list, indices: list[int]) -> bool:
@@ -174,18 +193,12 @@ def _python_ptrs_equal(tensors: list, ptrs: list, indices: list[int]) -> bool:
 _ptrs_equal = getattr(torch._C, "_tensors_data_ptrs_at_indices_equal", _python_ptrs_equal)
 
 
-def _copy_into(dst: list[torch.Tensor], src: list[torch.Tensor]) -> None:
-    """dst[i].copy_(src[i]) for all i, in one launch where the layouts allow (an expanded dim, stride 0, holds
-    one element: copy that element's slice only)."""
-    plain = [(d, s) for d, s in zip(dst, src) if 0 not in d.stride()]
-    if plain:
-        torch._foreach_copy_([d for d, _ in plain], [s for _, s in plain])
-    for d, s in zip(dst, src):
-        if 0 in d.stride():
-            for dim in range(d.dim()):
-                if d.stride(dim) == 0:
-                    d, s = d.narrow(dim, 0, 1), s.narrow(dim, 0, 1)
-            d.copy_(s)
+def _copy_expanded(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """dst.copy_(src) where ``dst`` may have expanded dims (stride 0: one stored element, so one slice copied)."""
+    for dim in range(dst.dim()):
+        if dst.stride(dim) == 0:
+            dst, src = dst.narrow(dim, 0, 1), src.narrow(dim, 0, 1)
+    dst.copy_(src)
 
 
 # ------------------------------------------------------------------------------------ a whole step, graphed
@@ -225,23 +238,13 @@ class GraphedStep:
     def __call__(self, *args, **kwargs):
         if self.skip_reason is not None or not _cuda_available():
             return self.fn(*args, **kwargs)
-        from torch.utils._pytree import tree_flatten, tree_unflatten
-
-        leaves, spec = tree_flatten((args, kwargs))
-        tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
-        key = (spec, tuple(_signature(x) for x in leaves))
+        leaves, spec = _flatten(args, kwargs)
+        key = (spec, tuple(map(_signature, leaves)))
         entry = self.runners.get(key)
         if entry is None:
-            if len(self.runners) >= MAX_GRAPHS:
-                return self._skip(f"{MAX_GRAPHS} argument signatures already captured", args, kwargs)
-            if not all(map(_capturable, tensors)):
-                return self._skip("a tensor argument is not on a CUDA device", args, kwargs)
-            out_spec: list = [None]
-            runner = StaticCudaGraphs(self._flat_fn(leaves, spec, out_spec), tensors,
-                                      on_skip=lambda why: self._skip(why))
-            self.runners[key] = (runner, out_spec)
-            return self.fn(*args, **kwargs)  # the first call compiles, initialises, autotunes: not checked
+            return self._first_call(key, leaves, spec, args, kwargs)
         runner, out_spec = entry
+        tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
         if runner.calls == 0:
             objects = ([(f"argument {i}", x) for i, x in enumerate(leaves) if not isinstance(x, torch.Tensor)]
                        + [(f"state[{i}]", x) for i, x in enumerate(self.state)] + _reachable(self.fn))
@@ -252,29 +255,61 @@ class GraphedStep:
                 self._skip(f"a call changes Python state ({changed}), which a replay would not")
         else:
             outputs = runner(*tensors)
-        return tree_unflatten(list(outputs), out_spec[0])
+        return outputs[0] if out_spec[0] is None else _unflatten(list(outputs), out_spec[0])
+
+    def _first_call(self, key, leaves: list, spec, args, kwargs):
+        """A new argument signature: run ``fn`` plainly (it compiles, initialises, autotunes: not checked) and set
+        up the runner that checks the next call and captures the one after."""
+        tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
+        if len(self.runners) >= MAX_GRAPHS:
+            self._skip(f"{MAX_GRAPHS} argument signatures already captured")
+        elif not all(map(_capturable, tensors)):
+            self._skip("a tensor argument is not on a CUDA device")
+        else:
+            out_spec: list = [None]
+            runner = StaticCudaGraphs(self._flat_fn(leaves, spec, out_spec), tensors, on_skip=self._skip)
+            self.runners[key] = (runner, out_spec)
+        return self.fn(*args, **kwargs)
 
     def _flat_fn(self, leaves: list, spec, out_spec: list) -> Callable:
-        from torch.utils._pytree import tree_flatten, tree_unflatten
-
+        """``fn`` on the flat tensor list; ``out_spec[0]`` gets the output's structure (None: one tensor)."""
         slots = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor)]
 
         def flat(*tensors):
             filled = list(leaves)
             for i, t in zip(slots, tensors):
                 filled[i] = t
-            args, kwargs = tree_unflatten(filled, spec)
-            out, out_spec[0] = tree_flatten(self.fn(*args, **kwargs))
-            return out
+            args, kwargs = _unflatten(filled, spec)
+            out = self.fn(*args, **kwargs)
+            if isinstance(out, torch.Tensor):
+                out_spec[0] = None
+                return [out]
+            outs, out_spec[0] = pytree.tree_flatten(out)
+            return outs
 
         return flat
 
-    def _skip(self, reason: str, args=(), kwargs=None):
+    def _skip(self, reason: str) -> None:
         if self.skip_reason is None:
             self.skip_reason = reason
             self.runners.clear()
-            warnings.warn(f"fusion_passes.cuda_graph_step: runs uncaptured: {reason}", stacklevel=3)
-        return self.fn(*args, **(kwargs or {})) if args or kwargs else None
+            warnings.warn(f"fusion_passes.cuda_graph_step: runs uncaptured: {reason}", stacklevel=4)
+
+
+def _flatten(args: tuple, kwargs: dict):
+    """(leaves, spec) of a call's arguments: one level when no argument is a container (the common step call,
+    cheap), else torch's pytree."""
+    leaves = [*args, *kwargs.values()]
+    if any(type(x) in pytree.SUPPORTED_NODES for x in leaves):
+        return pytree.tree_flatten((args, kwargs))
+    return leaves, (len(args), tuple(kwargs))
+
+
+def _unflatten(leaves: list, spec):
+    if isinstance(spec, tuple):
+        n, names = spec
+        return leaves[:n], dict(zip(names, leaves[n:]))
+    return pytree.tree_unflatten(leaves, spec)
 
 
 def _cuda_available() -> bool:
@@ -289,7 +324,7 @@ def _signature(x: Any):
     if isinstance(x, torch.Tensor):
         # the stride of a size-1 dim is never used to index (a [B, 1] slice and a fresh [B, 1] tensor match)
         stride = tuple(0 if n == 1 else st for n, st in zip(x.shape, x.stride()))
-        return ("tensor", tuple(x.shape), stride, x.dtype, x.device, is_static(x))
+        return ("tensor", x.shape, stride, x.dtype, x.device, is_static(x))
     if isinstance(x, (int, float, bool, str, bytes, type(None))):
         return (type(x), x)
     return ("object", id(x))
