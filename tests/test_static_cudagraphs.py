@@ -268,6 +268,42 @@ def test_graph_step_refuses_a_tensor_that_grows(fake_cuda_step):
             assert graphed(torch.ones(2)).tolist() == [float(i)] * 2
 
 
+def test_graph_step_takes_nested_arguments_and_gives_up_after_max_signatures(fake_cuda_step):
+    calls = []
+    record = calls.append
+
+    def step(xs, *, bias):
+        record("run" if _FakeGraph.capturing is None else "capture")
+        out = xs[0] + xs[1] + bias
+        if _FakeGraph.capturing is not None:
+            _FakeGraph.capturing.replays.append(lambda: torch.add(xs[0] + xs[1], bias, out=out))
+        return out
+
+    graphed = fusion_passes.cuda_graph_step(step)
+    for _ in range(3):  # a list argument goes through torch's pytree: its tensors are copied in per call
+        xs = [torch.randn(3), torch.randn(3)]
+        torch.testing.assert_close(graphed(xs, bias=1.0), xs[0] + xs[1] + 1.0)
+    assert calls == ["run", "run", "capture"]
+    for n in range(2, MAX_GRAPHS + 2):  # each length is a new signature; past MAX_GRAPHS: uncaptured, still right
+        xs = [torch.ones(n), torch.ones(n)]
+        if n == MAX_GRAPHS + 1:
+            with pytest.warns(UserWarning, match=f"{MAX_GRAPHS} argument signatures already captured"):
+                out = graphed(xs, bias=0.0)
+        else:
+            out = graphed(xs, bias=0.0)
+        torch.testing.assert_close(out, torch.full((n,), 2.0))
+    assert graphed.skip_reason is not None and graphed.runners == {}
+    torch.testing.assert_close(graphed([torch.ones(2), torch.ones(2)], bias=0.0), torch.full((2,), 2.0))
+
+
+def test_graph_step_leaves_cpu_tensors_uncaptured(fake_cuda_graphs, monkeypatch):
+    monkeypatch.setattr(static_cudagraphs, "_cuda_available", lambda: True)
+    graphed = fusion_passes.cuda_graph_step(lambda x: x * 2)
+    with pytest.warns(UserWarning, match="a tensor argument is not on a CUDA device"):
+        torch.testing.assert_close(graphed(torch.ones(2)), torch.full((2,), 2.0))
+    torch.testing.assert_close(graphed(torch.ones(2)), torch.full((2,), 2.0))
+
+
 # --- through the backend ---
 
 def test_backend_rejects_an_unknown_cudagraphs_value():
