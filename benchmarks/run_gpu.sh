@@ -142,7 +142,8 @@ case "${1:-}" in
     python3 benchmarks/bench_e2e.py --model "$model" --attn "$attn" --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+cudagraphs fusion_passes+static fusion_passes+graphstep --budget-s 400 \
       --out "$OUT/e2e_decode_graphs_${model}_${attn}.json" 2>&1 | grep -v Warning | tail -8
-    timeout 150 python3 benchmarks/probe_graph_floor.py "$model" 2>&1 | grep -v -i warn | tail -5 ;;
+    timeout 150 python3 benchmarks/probe_graph_floor.py --model "$model" --out "$OUT/graph_floor_${model}.json" 2>&1 \
+      | grep -v -i warn | tail -9 ;;
   table)
     model=${2:-llama-1b}; shift $(( $# < 2 ? $# : 2 ))
     python3 benchmarks/bench_e2e.py --model "$model" --attn ${@:-eager sdpa} --workloads decode-1024 \
