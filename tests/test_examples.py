@@ -40,7 +40,7 @@ def run_example(name: str, *argv: str) -> int:
 
 def test_every_example_is_tested():
     tested = {"hf_llama_backend.py", "decorator_custom_module.py", "report_graph_break.py",
-              "bert_sentence_embeddings.py", "hf_generate.py"}
+              "bert_sentence_embeddings.py", "hf_generate.py", "graphed_decode.py"}
     assert {f for f in os.listdir(EXAMPLES) if f.endswith(".py")} == tested
 
 
@@ -62,6 +62,13 @@ def test_hf_generate_with_compile_config(capsys):
     assert "compiled vs eager generate: same" in out
     if "qkv_packing" in _families:
         assert "qkv_packing" in out.splitlines()[-1]  # q/k/v packed in the compiled decode step
+
+
+def test_graphed_decode_loop(capsys):
+    assert run_example("graphed_decode.py", "--layers", "1", "--new-tokens", "5") == 0
+    out = capsys.readouterr().out
+    assert "5 greedy tokens, graphed vs eager: same" in out
+    assert "no CUDA: the step ran as is" in out or "captured" in out
 
 
 def test_decorator_on_custom_module(capsys):
