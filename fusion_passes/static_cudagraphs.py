@@ -20,7 +20,8 @@ Equivalence, and where it does not hold, it is not used:
 - every other tensor input is copied into a buffer of the same strides, so an input the graph mutates in place
   cannot be honoured: found on the first call (its version counter moved), the graph then runs uncaptured;
 - outputs are cloned (a later replay overwrites the graph's memory), except views of static inputs, which are
-  the caller's memory anyway; an output that aliases a copied input means running uncaptured;
+  the caller's memory anyway; an output that aliases a copied input, or two outputs sharing memory (their clones
+  would not), means running uncaptured;
 - the graph must be inference-only with tensor inputs on one CUDA device, no CPU tensors and no symbolic or
   data-dependent sizes (``blocker`` says which); the backend compiles the others for Inductor's trees instead.
 Random ops are replayed correctly: CUDA graphs advance the default generator's offset on every replay.
@@ -152,13 +153,17 @@ class StaticCudaGraphs:
             outputs = self.compiled(*inputs)
         static_storages = {args[i].untyped_storage().data_ptr() for i in self.static_idx}
         copied_storages = {b.untyped_storage().data_ptr() for b in buffers}
-        cloned = []
+        cloned, cloned_storages = [], set()
         for o in outputs:
             ptr = o.untyped_storage().data_ptr() if isinstance(o, torch.Tensor) else None
             if ptr in copied_storages:
                 self._skip("an output is a view of an input without a static address")
                 return None
             cloned.append(isinstance(o, torch.Tensor) and ptr not in static_storages)
+            if cloned[-1] and ptr in cloned_storages:  # clones of views of one buffer would no longer alias
+                self._skip("two outputs share memory")
+                return None
+            cloned_storages.add(ptr)
         ptrs = [x.data_ptr() if i in set(self.static_idx) else None for i, x in enumerate(args)]
         return _Recording(graph, ptrs, buffers, self.copied_idx, outputs, cloned)
 
