@@ -27,6 +27,7 @@
 #   bash benchmarks/run_gpu.sh code [eager|sdpa]  # Inductor's kernels for one 1B decode step and the nodes each computes
 #   bash benchmarks/run_gpu.sh profile_kv    # per-kernel profile of the 1B decode step, ours vs ours+kv
 #   bash benchmarks/run_gpu.sh configs [llama-1b|llama-8b]  # every M = 1 GEMV config per linear, weights from HBM
+#   bash benchmarks/run_gpu.sh generate [model] [attn]  # greedy generation: HF generate variants vs the graphed loop
 #   bash benchmarks/run_gpu.sh graphs [model] [attn]  # decode: stock vs ours under trees, static graphs, graphed step
 #   bash benchmarks/run_gpu.sh final [model] [attn] [variants...]  # decode with CUDA graphs: stock vs ours vs ours
 #                                 # without the KV write (the shipped defaults)
@@ -144,6 +145,9 @@ case "${1:-}" in
       --out "$OUT/e2e_decode_graphs_${model}_${attn}.json" 2>&1 | grep -v Warning | tail -8
     timeout 150 python3 benchmarks/probe_graph_floor.py --model "$model" --out "$OUT/graph_floor_${model}.json" 2>&1 \
       | grep -v -i warn | tail -9 ;;
+  generate)  # greedy generation end to end: HF generate (eager, stock, ours trees, ours static) vs the graphed loop
+    python3 benchmarks/bench_generate.py --model "${2:-llama-1b}" --attn "${3:-sdpa}" \
+      --out "$OUT/generate_${2:-llama-1b}_${3:-sdpa}.json" 2>&1 | grep -v -i warn | tail -10 ;;
   table)
     model=${2:-llama-1b}; shift $(( $# < 2 ? $# : 2 ))
     python3 benchmarks/bench_e2e.py --model "$model" --attn ${@:-eager sdpa} --workloads decode-1024 \
@@ -162,6 +166,6 @@ case "${1:-}" in
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -12 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs" >&2
+  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate" >&2
      exit 2 ;;
 esac

@@ -241,3 +241,17 @@ def test_nostate_variant_leaves_the_counter_updates_alone():
             bench_e2e.make_variant(model, variant)(torch.randn(2, 3))
         assert [m.detail["updates"] for r in recs for m in r.matches_for("state_updates")] == merged
         assert [c.item() for c in model.counters()] == [1, 2, 3]
+
+
+def test_generate_bench_tiny_cpu(tmp_path):
+    """HF generate and the graphed loop, timed per token by differencing two lengths; tokens checked against
+    uncompiled generate."""
+    import bench_generate
+
+    out = tmp_path / "gen.json"
+    assert bench_generate.main(["--tiny", "--device", "cpu", "--variants", "eager", "fusion_passes+static",
+                                "graphed_loop", "--out", str(out)]) == 0
+    recs = json.loads(out.read_text())["records"]
+    assert [r["variant"] for r in recs] == ["eager", "fusion_passes+static", "graphed_loop"]
+    for r in recs:
+        assert "error" not in r and r["same_tokens"] is True and r["ms_per_token"] > 0, r
