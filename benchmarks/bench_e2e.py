@@ -256,6 +256,7 @@ def step_for(variant: str, step):
                 graphed[id(m)] = fusion_passes.cuda_graph_step(lambda: step(m))
             return graphed[id(m)]()
 
+        whole.graphed = graphed  # model id -> GraphedStep (probe_graph_floor replays its graph bare)
         return whole
     if not variant.endswith("+cudagraphs"):
         return step

@@ -36,7 +36,7 @@ def main(argv=None) -> int:
     with torch.no_grad():
         for _ in range(3):  # plain, checked, captured
             step(compiled)
-        graphed = dict(zip(step.__code__.co_freevars, step.__closure__))["graphed"].cell_contents[id(compiled)]
+        graphed = step.graphed[id(compiled)]
         runner = next(iter(graphed.runners.values()))[0]
         timed = {"graphed step": lambda: step(compiled), "bare replay": runner.recordings[0].graph.replay}
         for repeat in range(2):

@@ -53,7 +53,9 @@ class FusionBackend:
         return (f"fusion_passes.backend(patterns={list(self.patterns)}, mode={self.mode!r}, options={self.options}, "
                 f"cudagraphs={self.cudagraphs!r})")
 
-    def _inductor_options(self) -> dict[str, Any]:
+    def _inductor_options(self, trees: bool = False) -> dict[str, Any]:
+        """The user's mode/options as Inductor config (``trees``: with Inductor's CUDA graphs, for a graph that
+        static CUDA graphs cannot take)."""
         from torch._inductor import list_mode_options
 
         if self.mode is not None and self.mode not in list_mode_options():
@@ -61,7 +63,7 @@ class FusionBackend:
         opts = dict(list_mode_options(self.mode, self.dynamic)) if self.mode else {}
         opts.update(self.options)
         if self.cudagraphs is not None:  # "static" wraps Inductor's output itself, so Inductor's trees stay off
-            opts["triton.cudagraphs"] = self.cudagraphs == "trees"
+            opts["triton.cudagraphs"] = self.cudagraphs == "trees" or trees
         valid = set(inductor_config.get_config_copy())
         bad = [k for k in opts if k not in valid]
         if bad:
@@ -69,11 +71,8 @@ class FusionBackend:
         return opts
 
     def config_patches(self, grad_enabled: bool, trees: bool = False) -> dict[str, Any]:
-        """Inductor config for one compile: the user's mode/options plus our passes in their hooks (``trees``:
-        with Inductor's CUDA graphs, for a graph that static CUDA graphs cannot take)."""
-        patches = self._inductor_options()
-        if trees:
-            patches["triton.cudagraphs"] = True
+        """Inductor config for one compile: ``_inductor_options(trees)`` plus our passes in their hooks."""
+        patches = self._inductor_options(trees)
         for hook, attr in HOOK_CONFIG.items():
             families = tuple(n for n in self.patterns if get_family(n).HOOK == hook)
             if not families:
@@ -141,10 +140,7 @@ class FusionBackend:
         rec.stages.clear()
         rec.near_misses.clear()
         rec.errors.extend(PassError(name, rec.graph_id, message) for name in fired)
-        patches = self._inductor_options()
-        if trees:
-            patches["triton.cudagraphs"] = True
-        return compile_fx(gm, example_inputs, config_patches=patches)
+        return compile_fx(gm, example_inputs, config_patches=self._inductor_options(trees))
 
     def compile(self, model, **kwargs):
         """``torch.compile(model, backend=self, dynamic=self.dynamic, **kwargs)``."""
@@ -172,7 +168,7 @@ def fusion_passes_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | 
     """The entry-point backend behind ``backend="fusion_passes"``: every family. ``torch.compile`` hands a
     non-Inductor backend its ``mode=`` / ``options=`` as keywords (HF's ``generate`` compiles with
     ``mode="reduce-overhead"`` by default); they go to Inductor as with ``backend="inductor"``."""
-    return FusionBackend(mode=mode, options=options)(gm, example_inputs)
+    return FusionBackend()(gm, example_inputs, mode=mode, options=options)
 
 
 def _on_cuda(example_inputs) -> bool:

@@ -135,7 +135,8 @@ class StaticCudaGraphs:
         before = [x._version for x in args]
         out = self.compiled(*args)
         self.mutated = [i for i, x in enumerate(args) if x._version != before[i]]
-        moved = [i for i in self.mutated if i in set(self.copied_idx)]
+        copied = set(self.copied_idx)
+        moved = [i for i in self.mutated if i in copied]
         if moved:
             self._skip(f"the graph mutates input {moved[0]}, which has no static address")
         return out
@@ -164,7 +165,8 @@ class StaticCudaGraphs:
                 self._skip("two outputs share memory")
                 return None
             cloned_storages.add(ptr)
-        ptrs = [x.data_ptr() if i in set(self.static_idx) else None for i, x in enumerate(args)]
+        static = set(self.static_idx)
+        ptrs = [x.data_ptr() if i in static else None for i, x in enumerate(args)]
         return _Recording(graph, ptrs, buffers, self.copied_idx, outputs, cloned)
 
     def _replay(self, rec: _Recording, args):
@@ -183,12 +185,7 @@ class StaticCudaGraphs:
 
 def _capturing() -> bool:
     """Inside a capture of a larger graph (``cuda_graph_step`` around a compiled model)."""
-    return _has_cuda() and torch.cuda.is_current_stream_capturing()
-
-
-@functools.lru_cache(maxsize=None)
-def _has_cuda() -> bool:
-    return torch.cuda.is_available()
+    return _cuda_available() and torch.cuda.is_current_stream_capturing()
 
 
 def _python_ptrs_equal(tensors: list, ptrs: list, indices: list[int]) -> bool:
@@ -318,6 +315,7 @@ def _unflatten(leaves: list, spec):
     return pytree.tree_unflatten(leaves, spec)
 
 
+@functools.lru_cache(maxsize=None)  # asked on every call; it does not change within a process
 def _cuda_available() -> bool:
     return torch.cuda.is_available()
 

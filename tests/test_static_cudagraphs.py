@@ -219,6 +219,7 @@ def test_runner_copies_an_expanded_input_through_its_one_stored_element(fake_cud
 def fake_cuda_step(fake_cuda_graphs, monkeypatch):
     monkeypatch.setattr(static_cudagraphs, "_cuda_available", lambda: True)
     monkeypatch.setattr(static_cudagraphs, "_capturable", lambda t: True)
+    monkeypatch.setattr(static_cudagraphs, "_capturing", lambda: False)  # (CPU torch cannot ask)
 
 
 class _Cache:
@@ -312,6 +313,7 @@ def test_graph_step_takes_nested_arguments_and_gives_up_after_max_signatures(fak
 
 def test_graph_step_leaves_cpu_tensors_uncaptured(fake_cuda_graphs, monkeypatch):
     monkeypatch.setattr(static_cudagraphs, "_cuda_available", lambda: True)
+    monkeypatch.setattr(static_cudagraphs, "_capturing", lambda: False)  # (CPU torch cannot ask)
     graphed = fusion_passes.cuda_graph_step(lambda x: x * 2)
     with pytest.warns(UserWarning, match="a tensor argument is not on a CUDA device"):
         torch.testing.assert_close(graphed(torch.ones(2)), torch.full((2,), 2.0))

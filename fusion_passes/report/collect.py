@@ -119,8 +119,9 @@ class _ReportingBackend(FusionBackend):
         self.timeline.append((GraphEvent(graph_id=gid, **{k: v for k, v in info.items()}), rec, cid))
         if rec is not None:
             kernels = "cache hit" if rec.kernels is None else f"{rec.kernels} kernel(s)"
+            graphs = f", CUDA graphs: {rec.cudagraphs}" if rec.cudagraphs else ""
             self.say(f"graph {gid}: compiled in {rec.compile_s:.1f} s ({kernels}, {len(rec.matches)} match(es), "
-                     f"{len(rec.near_misses)} near miss(es)" + (f", CUDA graphs: {rec.cudagraphs})" if rec.cudagraphs else ")"))
+                     f"{len(rec.near_misses)} near miss(es){graphs})")
         return compiled
 
 
@@ -182,8 +183,8 @@ def _graph_report(rec: records.GraphRecord, gid: int, event: GraphEvent | None, 
     stages = [StageReport(s.hook, s.code_before, s.code_after or s.code_before, dict(s.ops_before),
                           dict(s.ops_after or s.ops_before)) for s in rec.stages]
     g = GraphReport(graph_id=gid, compile_id=cid, num_nodes=rec.num_nodes, kernels=rec.kernels,
-                    compile_s=rec.compile_s, cudagraphs=rec.cudagraphs, passes_ran=rec.passes_ran, stages=stages, matches=renum(rec.matches),
-                    near_misses=renum(rec.near_misses), errors=renum(rec.errors))
+                    compile_s=rec.compile_s, cudagraphs=rec.cudagraphs, passes_ran=rec.passes_ran, stages=stages,
+                    matches=renum(rec.matches), near_misses=renum(rec.near_misses), errors=renum(rec.errors))
     if event is not None:
         g.ended_by = "graph break" if event.graph_break else ""
         g.head_ops, g.tail_ops = list(event.head_ops), list(event.tail_ops)
