@@ -99,6 +99,9 @@ if triton is not None:
             n = n0 + tl.arange(0, BLOCK_N)
             n_ok = n < SK
             k = tl.load(k_base + n[:, None] * sk_s + d[None, :], mask=n_ok[:, None] & (d[None, :] < D), other=0.0)
+            # v is requested with k, before the scores need k: at decode a program usually runs one iteration, and
+            # a load placed after the softmax would add a second HBM round trip to every program
+            v = tl.load(v_base + n[:, None] * sv_s + dv[None, :], mask=n_ok[:, None] & (dv[None, :] < DV), other=0.0)
             s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale  # [BLOCK_M, BLOCK_N] fp32
             if HAS_MASK:
                 mk = tl.load(MASK + b * sm_b + head[:, None] * sm_h + qpos[:, None] * sm_q + n[None, :] * sm_k,
@@ -112,7 +115,6 @@ if triton is not None:
             p = tl.exp(s - m_safe[:, None])
             alpha = tl.exp(m_i - m_safe)
             l_i = l_i * alpha + tl.sum(p, axis=1)
-            v = tl.load(v_base + n[:, None] * sv_s + dv[None, :], mask=n_ok[:, None] & (dv[None, :] < DV), other=0.0)
             acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
             m_i = m_new
         part = (pid * n_splits + split) * BLOCK_M + rows  # [BLOCK_M] rows of this (kv head, split)

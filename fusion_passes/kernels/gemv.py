@@ -96,13 +96,22 @@ if triton is not None:
         return x, w, u
 
     @triton.jit
-    def _store_cache_rows(C0, C1, C2, IDX, y, cols, w_idx, rm, mask, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l,
+    def _cache_positions(IDX, rm, seq_len, cache_len, IDX_BASE: tl.constexpr):
+        """The cache position of each row m = b * S + s: IDX[s], or IDX[0] + s with IDX_BASE (HF's
+        ``arange(S) + cumulative_length``, no kernel of its own to compute); a negative one counts from the end.
+        Loaded in the prologue: in the epilogue its latency was one more round trip at the end of every program."""
+        if IDX_BASE:
+            pos = tl.load(IDX + rm * 0).to(tl.int64) + (rm % seq_len)
+        else:
+            pos = tl.load(IDX + rm % seq_len).to(tl.int64)  # in bounds for the masked rows too
+        return tl.where(pos < 0, pos + cache_len, pos)
+
+    @triton.jit
+    def _store_cache_rows(C0, C1, C2, pos, y, cols, w_idx, rm, mask, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l,
                           sc_d, CACHE_MASK: tl.constexpr):
-        """y [BLOCK_M, BLOCK_N] (rows rm, columns ``cols`` of output w_idx) into C_{w_idx}[b, col // HD, IDX[s],
-        col % HD] for row m = b * S + s, as ``C.index_put_([None, None, IDX], heads)`` stores them: a negative
-        position counts from the end; one past either end is skipped (eager raises there)."""
-        pos = tl.load(IDX + rm % seq_len).to(tl.int64)  # in bounds for the masked rows too
-        pos = tl.where(pos < 0, pos + cache_len, pos)
+        """y [BLOCK_M, BLOCK_N] (rows rm, columns ``cols`` of output w_idx) into C_{w_idx}[b, col // HD, pos[m],
+        col % HD] for row m = b * S + s, as ``C.index_put_([None, None, IDX], heads)`` stores them (pos from
+        ``_cache_positions``); one past either end is skipped (eager raises there)."""
         ok = mask & ((pos >= 0) & (pos < cache_len))[:, None]
         off = ((rm // seq_len).to(tl.int64) * sc_b + pos * sc_l)[:, None] + \
             ((cols // head_dim).to(tl.int64) * sc_h + (cols % head_dim).to(tl.int64) * sc_d)[None, :]
@@ -128,7 +137,7 @@ if triton is not None:
         C0,  # [B, H_0, L, HD] KV cache output 0's heads are also written to (None unless CACHE_MASK & 1)
         C1,  # ... output 1's (None unless CACHE_MASK & 2)
         C2,  # ... output 2's (None unless CACHE_MASK & 4)
-        IDX,  # [S] cache positions of a batch's S rows (None unless CACHE_MASK)
+        IDX,  # [S] cache positions of a batch's S rows, or [1] their base with IDX_BASE (None unless CACHE_MASK)
         M,
         K,
         N0,
@@ -157,6 +166,7 @@ if triton is not None:
         HAS_RES: tl.constexpr,
         ROPE: tl.constexpr,  # programs own column pairs (j, j + rope_dim/2) of every weight
         CACHE_MASK: tl.constexpr,  # bit i: output i's heads are written into C_i at IDX (a KV-cache update)
+        IDX_BASE: tl.constexpr,  # the positions are IDX[0] + s, s < S (else IDX[s])
         BLOCK_M: tl.constexpr,
         BLOCK_N: tl.constexpr,
         BLOCK_K: tl.constexpr,
@@ -208,6 +218,8 @@ if triton is not None:
             w_rows2 = w_rows  # never read: _load_tile loads a second weight only when TWO
 
         TWO: tl.constexpr = SILU_MUL or ROPE  # a second accumulator: the up projection, or the pair's other half
+        if CACHE_MASK != 0:
+            pos = _cache_positions(IDX, rm, seq_len, cache_len, IDX_BASE)
         if PREFETCH:  # the first weight tile is requested before the norm prologue, so HBM starts streaming at once
             x, w, u = _load_tile(X, w_rows, w_rows2, rm, m_ok, n_ok, 0, K, stride_x, TWO, BLOCK_K)
         if HAS_NORM:  # per-row 1/rms over the whole row (the row is small and L2-resident)
@@ -288,10 +300,10 @@ if triton is not None:
             y2 = tl.where(rotate, rb, y2)
             tl.store(Y + rm[:, None] * stride_y + (col0 + rn + half)[None, :], y2, mask=out_mask)
         if CACHE_MASK != 0:
-            _store_cache_rows(C0, C1, C2, IDX, y, rn, w_idx, rm, out_mask, seq_len, cache_len, head_dim, sc_b, sc_h,
+            _store_cache_rows(C0, C1, C2, pos, y, rn, w_idx, rm, out_mask, seq_len, cache_len, head_dim, sc_b, sc_h,
                               sc_l, sc_d, CACHE_MASK)
             if ROPE:
-                _store_cache_rows(C0, C1, C2, IDX, y2, rn + half, w_idx, rm, out_mask, seq_len, cache_len, head_dim,
+                _store_cache_rows(C0, C1, C2, pos, y2, rn + half, w_idx, rm, out_mask, seq_len, cache_len, head_dim,
                                   sc_b, sc_h, sc_l, sc_d, CACHE_MASK)
         tl.store(Y + rm[:, None] * stride_y + (col0 + rn)[None, :], y, mask=out_mask)
 
@@ -342,7 +354,8 @@ def _block_m(m: int) -> int:
 
 def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y,
             rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0, prefetch: Optional[bool] = None,
-            caches=(None, None, None), cache_index=None, config: Optional[dict] = None) -> None:
+            caches=(None, None, None), cache_index=None, index_base: bool = False,
+            config: Optional[dict] = None) -> None:
     """Launch the kernel into ``y``; ``config`` (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages) skips the
     autotuner (the interpreter always does: it would time every config)."""
     m, k = x.shape
@@ -365,6 +378,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         HAS_RES=residual is not None,
         ROPE=rope,
         CACHE_MASK=sum(1 << i for i, c in enumerate(caches) if c is not None),
+        IDX_BASE=index_base,
         BLOCK_M=_block_m(int(m)),
         IEEE_F32=ieee_fp32_dot(x.dtype),
     )
@@ -375,7 +389,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         x.stride(0), residual.stride(0) if residual is not None else 0, y.stride(0),
         rope_cos.stride(0) if rope else 0,
         eps, norm_offset, rope_dim, rope_weights,
-        *_cache_layout(caches, cache_index),
+        *_cache_layout(caches, cache_index, index_base, m),
     )  # fmt: skip
     if config is None and INTERPRETED and x.device.type != "cuda":
         config = dict(BLOCK_N=16, BLOCK_K=64, PREFETCH=(PREFETCH if prefetch is None else prefetch)
@@ -387,12 +401,13 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         wrap_triton(kernel)[grid](*args, **meta)
 
 
-def _cache_layout(caches, cache_index) -> tuple:
+def _cache_layout(caches, cache_index, index_base: bool, rows: int) -> tuple:
     """(S, L, HD, stride_b, stride_h, stride_l, stride_d) of the caches written, zeros when there are none."""
     cache = next((c for c in caches if c is not None), None)
     if cache is None:
         return (1, 0, 1, 0, 0, 0, 0)
-    return (cache_index.shape[0], cache.shape[2], cache.shape[3], *cache.stride())
+    seq_len = rows // cache.shape[0] if index_base else cache_index.shape[0]
+    return (seq_len, cache.shape[2], cache.shape[3], *cache.stride())
 
 
 def _use_triton(x: torch.Tensor) -> bool:
@@ -463,7 +478,7 @@ def decode_gemv(
 
 
 def _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos, rope_sin, rope_dim,
-         rope_weights, caches=(None, None, None), cache_index=None) -> torch.Tensor:
+         rope_weights, caches=(None, None, None), cache_index=None, index_base=False) -> torch.Tensor:
     """Both ops' body: the kernel on CUDA (or in the interpreter), else the torch reference."""
     if rope_weights and (silu_mul or residual is not None or rope_dim % 2
                          or any(w is not None and w.shape[0] % rope_dim for w in (w0, w1, w2))):
@@ -472,6 +487,9 @@ def _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu
         y = reference(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos,
                       rope_sin, rope_dim, rope_weights)
         if cache_index is not None:
+            if index_base:
+                rows = x.shape[0] // next(c for c in caches if c is not None).shape[0]
+                cache_index = cache_index.reshape(()) + torch.arange(rows, device=cache_index.device)
             write_cache_reference(y, [w.shape[0] for w in (w0, w1, w2) if w is not None], caches, cache_index)
         return y
     x, w0, w1, w2, norm_weight, residual, rope_cos, rope_sin = (
@@ -479,7 +497,7 @@ def _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu
     )  # no-ops for what the pass inserts: activations and parameters are contiguous (never the caches: written)
     y = torch.empty((x.shape[0], _out_width(w0, w1, w2, residual, silu_mul)), dtype=x.dtype, device=x.device)
     _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y, rope_cos, rope_sin,
-            rope_dim, rope_weights, caches=caches, cache_index=cache_index)
+            rope_dim, rope_weights, caches=caches, cache_index=cache_index, index_base=index_base)
     return y
 
 
@@ -507,29 +525,38 @@ def decode_gemv_kv_write(
     cache1: Optional[torch.Tensor],
     cache2: Optional[torch.Tensor],
     cache_index: torch.Tensor,
+    index_base: bool = False,
 ) -> torch.Tensor:
     """``decode_gemv`` with concatenated outputs (q/k/v) that also stores output i's heads into the KV cache
     cache_i [B, H_i, L, HD] at the positions cache_index [S] (rows m = b * S + s), the update HF's StaticCache
     makes with ``cache_i.index_copy_(2, cache_index, heads_i)``, heads_i = y_i.view(B, S, H_i, HD).transpose(1, 2).
+    With ``index_base`` cache_index is one integer p (shape [] or [1]) and the positions are p + arange(S), S = M / B
+    (StaticCache's ``arange(S) + cumulative_length``, read by the kernel instead of computed by one of its own).
     Returns y [M, sum N_i]; the caches are written in place (every cache has one layout)."""
     caches = (cache0, cache1, cache2)
-    _check_cache_args(x, (w0, w1, w2), caches, cache_index)
+    _check_cache_args(x, (w0, w1, w2), caches, cache_index, index_base)
     return _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, None, False, rope_cos, rope_sin, rope_dim,
-                rope_weights, caches, cache_index)
+                rope_weights, caches, cache_index, index_base)
 
 
 @decode_gemv_kv_write.register_fake
 def _(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, rope_cos, rope_sin, rope_dim, rope_weights, cache0,
-      cache1, cache2, cache_index):
+      cache1, cache2, cache_index, index_base=False):
     return x.new_empty((x.shape[0], _out_width(w0, w1, w2, None, False)))
 
 
-def _check_cache_args(x, weights, caches, cache_index) -> None:
+def _check_cache_args(x, weights, caches, cache_index, index_base: bool) -> None:
     written = [(w, c) for w, c in zip(weights, caches) if c is not None]
     if not written or any(w is None for w, _ in written):
         raise ValueError("decode_gemv_kv_write: every cache needs its weight, and at least one cache is needed")
     first = written[0][1]
-    s = cache_index.shape[0] if cache_index.dim() == 1 else -1
+    if index_base:
+        if cache_index.dim() > 1 or cache_index.numel() != 1 or cache_index.is_floating_point():
+            raise ValueError(f"decode_gemv_kv_write: index_base needs one integer position, got "
+                             f"{list(cache_index.shape)} {cache_index.dtype}")
+        s = x.shape[0] // first.shape[0] if first.dim() == 4 and first.shape[0] else -1
+    else:
+        s = cache_index.shape[0] if cache_index.dim() == 1 else -1
     for w, c in written:
         if c.dim() != 4 or c.shape[0] * s != x.shape[0] or c.shape[1] * c.shape[3] != w.shape[0]:
             raise ValueError(f"decode_gemv_kv_write: cache {list(c.shape)} does not hold {x.shape[0]} rows of "

@@ -25,6 +25,8 @@ StaticCache's caches, the update that follows the projections:
     k_cache = index_put(k_cache, [None, None, cache_position], k_embed)      # same for v; [B, H_kv, L, D]
     # after: the kernel writes the rotated k and the v heads at cache_position; reinplacing makes it in place
     qkv = decode_gemv_kv_write(h, Wq, Wk, Wv, ..., None, k_cache, v_cache, cache_position)
+    # StaticCache's positions, cache_position = iota(S) + cumulative_length: the kernel reads the base itself
+    qkv = decode_gemv_kv_write(h, Wq, Wk, Wv, ..., None, k_cache, v_cache, cumulative_length, index_base=True)
 
 Every layer's GEMV reads one materialised copy of the cos/sin rows (``graph_utils.materialise_shared``): Inductor
 would compute them again for each layer's traced kernel.
@@ -284,8 +286,10 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx, tables: dict) -> None:
             args = [x2, *weights, *tail[:4], *(rope_args or [None, None, 0, 0])]
             caches = [w.cache if w else None for w in [*writes, *[None] * (3 - len(writes))]]
             mutated = tuple(len(args) + i for i, c in enumerate(caches) if c is not None)
+            index = next(w.index for w in writes if w)
+            base = _position_base(index)
             outs, inserted = graph_utils.insert_traced(
-                graph, _KV_OP, [*args, *caches, next(w.index for w in writes if w)],
+                graph, _KV_OP, [*args, *caches, *([base, True] if base is not None else [index])],
                 written=("Y", "C0", "C1", "C2"), mutated=mutated)
         else:
             outs, inserted = _insert_op(graph, [x2, *weights, *tail, *rope_args], fake)
@@ -331,7 +335,7 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx, tables: dict) -> None:
             dead += chain.interior
         for write, new_cache in zip(cached, outs[1:]):
             write.update.replace_all_uses_with(new_cache)  # the cache as the kernel leaves it
-            dead.append(write.update)
+            dead += [write.update, write.index]
     graph_utils.copy_stack_trace([lins[0].mm], [x2, *inserted, *(r for r in shared_rows if r not in local_rows)])
     erase_dead(graph, [*dead, *(lin.mm for lin in lins), *(a for lin in lins for a in lin.mm.args), norm.y,
                         *norm.interior, *local_rows])
@@ -469,6 +473,34 @@ def _cache_write(value: fx.Node) -> _CacheWrite | None:
             continue
         return _CacheWrite(user, cache, index)
     return None
+
+
+def _position_base(index: fx.Node) -> fx.Node | None:
+    """p when ``index`` [S] is ``iota(S) + p``, p an integer tensor of one element (HF StaticCache's
+    ``arange(S) + cumulative_length``): the kernel then adds s itself, and the index needs no kernel of its own
+    (Inductor computed it into a buffer for the GEMV to read: one launch per layer)."""
+    if not is_op(index, aten.add) or len(index.args) != 2 or index.kwargs.get("alpha", 1) != 1:
+        return None
+    s, out = shape_of(index)[0], val(index)
+    for ramp, base in (index.args, index.args[::-1]):
+        if not (isinstance(ramp, fx.Node) and isinstance(base, fx.Node) and _is_ramp(ramp, s)):
+            continue
+        p = val(base)
+        if (isinstance(p, torch.Tensor) and p.dim() <= 1 and p.numel() == 1 and p.dtype in (torch.int64, torch.int32)
+                and p.device == out.device):
+            return base
+    return None
+
+
+def _is_ramp(node: fx.Node, length: int) -> bool:
+    """``node`` is 0, 1, ..., length - 1 (prims.iota, or an aten.arange left undecomposed)."""
+    if is_op(node, prims.iota):
+        return (node.args[:1] == (length,) and node.kwargs.get("start") == 0 and node.kwargs.get("step") == 1)
+    if is_op(node, aten.arange):
+        args = list(node.args)
+        dtype = node.kwargs.get("dtype") or torch.int64
+        return args in ([length], [0, length], [0, length, 1]) and not dtype.is_floating_point
+    return False
 
 
 def _cache_writes(lins: list[linears.Linear], chains: list[_RopeChain], m: int, ctx) -> list | None:

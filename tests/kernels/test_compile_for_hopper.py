@@ -49,6 +49,7 @@ GEMV_MODES = {
     "qkv+norm": (3, True, False, False, False, 0),
     "qkv+norm+rope": (3, True, False, False, True, 0),
     "qkv+norm+rope+kv_write": (3, True, False, False, True, 6),
+    "qkv+norm+rope+kv_write+index_base": (3, True, False, False, True, 6),
     "gate_up+silu": (1, True, True, False, False, 0),
     "o+residual": (1, False, False, True, False, 0),
     "lm_head": (1, True, False, False, False, 0),
@@ -78,7 +79,8 @@ def test_decode_gemv_compiles(mode, block_m, prefetch):
         types.update(C1="*bf16", C2="*bf16", IDX="*i64")
     asm = compile_for_hopper(gemv._gemv_kernel, types, dict(
         CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res, ROPE=rope,
-        CACHE_MASK=cache_mask, BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256, PREFETCH=prefetch), num_warps=4,
+        CACHE_MASK=cache_mask, IDX_BASE=mode.endswith("index_base"), BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256,
+        PREFETCH=prefetch), num_warps=4,
         num_stages=3, aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
     assert "cubin" in asm and ".target sm_90" in asm["ptx"]
     if block_m > 1:  # Triton pipelines the loads that feed tl.dot through shared memory

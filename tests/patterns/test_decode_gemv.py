@@ -357,8 +357,9 @@ def test_cuda_rewrite_traces_the_kernel_and_reads_the_weights_in_place():
 def _attention_layer(positions="shared", accumulate=False, rope=True, heads=4, kv_heads=2, d=16):
     """An HF Llama attention block's projections at decode, as in the post-grad graph: RMSNorm -> q/k/v -> RoPE
     on q/k -> StaticCache's update of both caches (functional index_put + copy_ back into the graph inputs).
-    Returns (fn, its argument shapes). ``positions``: "shared" (HF), "separate" (k and v at different index
-    tensors), "from_k" (the positions computed from k itself)."""
+    Returns (fn, its argument shapes). ``positions``: "shared" (one index tensor), "base" (HF StaticCache's
+    ``arange(S) + cumulative_length``), "separate" (k and v at different index tensors), "from_k" (the positions
+    computed from k itself)."""
     b, s, k = 1, 1, 64
 
     def rotate_half(x):  # narrow, not [..., a:b]: tensor indexing is unavailable on fake CUDA in a CPU build
@@ -373,6 +374,8 @@ def _attention_layer(positions="shared", accumulate=False, rope=True, heads=4, k
             q, key = q * c + rotate_half(q) * sn, key * c + rotate_half(key) * sn
         if positions == "from_k":
             pos = key.reshape(-1).narrow(0, 0, 1).to(torch.int64)
+        if positions == "base":
+            pos = torch.arange(s, device=h.device) + pos
         aten = torch.ops.aten
         k2 = aten.index_put.default(kc, [None, None, pos], key, accumulate)
         v2 = aten.index_put.default(vc, [None, None, pos_v if positions == "separate" else pos], v, accumulate)
@@ -381,7 +384,7 @@ def _attention_layer(positions="shared", accumulate=False, rope=True, heads=4, k
         aten.copy_.default(vc, v2)
         return out
 
-    pos = ((s,), torch.int64)
+    pos = (() if positions == "base" else (s,), torch.int64)
     return layer, [(b, s, k), (k,), (heads * d, k), (kv_heads * d, k), (kv_heads * d, k), (b, s, d), (b, s, d),
                    (b, kv_heads, 32, d), (b, kv_heads, 32, d), pos, pos]
 
@@ -415,6 +418,48 @@ def test_cuda_kv_cache_write_in_the_qkv_epilogue(monkeypatch, rope, mask):
     reinplace_inplaceable_ops_core(gm.graph)
     assert kernel.kwargs["tensors_to_clone"] == []
     assert not [n for n in gm.graph.nodes if op_name(n) == "aten.copy_"]  # every cache written in place
+
+
+def test_cuda_kv_cache_write_reads_static_cache_positions_from_their_base(monkeypatch):
+    """HF StaticCache's positions are ``arange(S) + cumulative_length``: the kernel gets the counter itself
+    (IDX_BASE) and the index computation leaves the graph (on the H200 it was one tiny kernel per layer)."""
+    fn, shapes = _attention_layer(positions="base")
+    monkeypatch.setenv(decode_gemv.KV_WRITE_POLICY_ENV, "off")
+    before = {op_name(n) for n in apply_on_fake_cuda(decode_gemv, fn, *shapes)[0].graph.nodes}
+    monkeypatch.setenv(decode_gemv.KV_WRITE_POLICY_ENV, "on")
+    gm, rec = apply_on_fake_cuda(decode_gemv, fn, *shapes)
+    args = _qkv_kernel(gm).kwargs["kwargs"]
+    inputs = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
+    assert args["CACHE_MASK"] == 6 and args["IDX_BASE"] and args["IDX"] is inputs["pos_1"]
+    assert "aten.arange" in before or "prims.iota" in before  # the positions were computed in the graph ...
+    assert not [n for n in gm.graph.nodes if op_name(n) in ("aten.arange", "prims.iota")]  # ... and are not now
+
+
+@pytest.mark.parametrize("twist", ["start 1", "step 2", "float base", "base subtracted"])
+def test_cuda_kv_cache_positions_not_a_plain_ramp_keep_their_index(monkeypatch, twist):
+    """Only ``iota(S) + p`` (start 0, step 1, p one integer) becomes a base: anything else passes the index."""
+    monkeypatch.setenv(decode_gemv.KV_WRITE_POLICY_ENV, "on")
+    fn, shapes = _attention_layer()
+
+    def ramp(h, pos):
+        s = h.shape[1]
+        if twist == "start 1":
+            return torch.arange(1, s + 1, device=h.device) + pos
+        if twist == "step 2":
+            return torch.arange(0, 2 * s, 2, device=h.device) + pos
+        if twist == "float base":
+            return (torch.arange(s, device=h.device) + pos.float()).long()
+        return torch.arange(s, device=h.device) - pos
+
+    def layer(h, nw, wq, wk, wv, cos, sin, kc, vc, pos, pos_v):
+        idx = ramp(h, pos)
+        return fn(h, nw, wq, wk, wv, cos, sin, kc, vc, idx, idx)
+
+    shapes = [*shapes[:-2], ((), torch.int64), shapes[-1]]
+    gm, rec = apply_on_fake_cuda(decode_gemv, layer, *shapes)
+    args = _qkv_kernel(gm).kwargs["kwargs"]
+    assert args["CACHE_MASK"] == 6 and not args["IDX_BASE"]
+    assert args["IDX"].op != "placeholder"  # the computed index, as before
 
 
 def test_cuda_kv_cache_write_is_on_by_default_and_off_on_request(monkeypatch):
