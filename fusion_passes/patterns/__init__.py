@@ -33,6 +33,7 @@ BUILTIN: dict[str, str] = {
     "qkv_packing": "fusion_passes.patterns.qkv_packing",
     "residual_norm": "fusion_passes.patterns.residual_norm",
     "state_updates": "fusion_passes.patterns.state_updates",
+    "outer_product": "fusion_passes.patterns.outer_product",
 }
 
 _extra: dict[str, ModuleType] = {}  # families added at run time with register_pattern
