@@ -560,7 +560,9 @@ def test_gpu_hf_llama_decode(monkeypatch, mode, rope, kv, batch):
                                            mode=mode)
     for g, e in zip(got, expected):
         torch.testing.assert_close(g, e, rtol=5e-2, atol=5e-2)
-    assert len(matches(recs)) == 4 * 2 + 1
+    assert len(matches(recs)) == 4 * 2 + 1, (
+        f"{len(recs)} graph(s); fired: {[m.detail.get('epilogue') for m in matches(recs)]}; near misses: "
+        f"{[(n.pattern, n.reason) for r in recs for n in r.near_misses]}; errors: {[e for r in recs for e in r.errors]}")
     assert sum("rope on 2" in m.detail.get("epilogue", "") for m in matches(recs)) == (2 if rope == "on" else 0)
     assert sum("kv-cache write of 2" in m.detail.get("epilogue", "") for m in matches(recs)) == (2 if kv == "on" else 0)
     before, after = ops_of(recs, "before"), ops_of(recs, "after")
