@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The GPU session's runs, in parts that each fit one 10-minute device call:
 #   bash benchmarks/run_gpu.sh tests     # pytest -m gpu + per-kernel benchmark
+#   bash benchmarks/run_gpu.sh tests1    # half of pytest -m gpu (static CUDA graphs, decode GEMV) that fits one call
+#   bash benchmarks/run_gpu.sh tests2    # the other half, and the kernel tests on CUDA
 #   bash benchmarks/run_gpu.sh decode    # llama-1b decode step, eager vs stock vs ours (+CUDA graphs)
 #   bash benchmarks/run_gpu.sh prefill   # llama-1b prefill 512/2048
 #   bash benchmarks/run_gpu.sh profile   # per-kernel time of one decode step, stock vs ours
@@ -41,10 +43,17 @@ OUT=${OUT:-benchmarks/results}
 # SKIP_INSTALL=1 when two parts run at once after one install, so two pips do not race on the same egg-link.
 [ -n "${SKIP_INSTALL:-}" ] || python3 -m pip install --no-deps --no-build-isolation -e . -q 2>&1 | grep -v WARNING
 case "${1:-}" in
-  tests)
+  tests)  # all of pytest -m gpu (over 330 s on a fresh machine: past one call with anything else; see tests1/2)
     python3 -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
     python3 benchmarks/bench_norm_kernels.py 2>&1 | tail -30
     cp benchmarks/results/norm_kernels_*h200* "$OUT/" 2>/dev/null ;;
+  tests1)  # the GPU tests in two halves that each fit a call (logs/s11_run2: 16 tests took 320 s)
+    python3 -m pytest -m gpu -v -p no:cacheprovider tests/test_static_cudagraphs.py tests/patterns/test_decode_gemv.py \
+      2>&1 | tee "$OUT/gpu_tests1.log" | grep -E "PASSED|FAILED|ERROR|passed|failed|^E " | tail -40 ;;
+  tests2)
+    python3 -m pytest -m gpu -v -p no:cacheprovider tests/patterns/test_attention_sdpa.py tests/test_hf_models.py \
+      tests/test_pipeline.py tests/patterns/test_qkv_packing.py tests/patterns/test_residual_norm.py 2>&1 | tee "$OUT/gpu_tests2.log" | grep -E "PASSED|FAILED|ERROR|passed|failed|^E " | tail -40
+    python3 -m pytest -q -p no:cacheprovider tests/kernels 2>&1 | tee "$OUT/kernel_tests.log" | tail -3 ;;
   decode)
     python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads decode-1024 \
       --variants eager stock+cudagraphs fusion_passes+cudagraphs --budget-s 420 --out "$OUT/e2e_decode.json" 2>&1 \
@@ -166,6 +175,6 @@ case "${1:-}" in
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -12 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate" >&2
      exit 2 ;;
 esac
