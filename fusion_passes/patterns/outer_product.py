@@ -5,6 +5,7 @@
     emb   = cat(freqs.T, freqs.T); cos, sin = emb.cos(), emb.sin()
     # after
     freqs = mul(inv_freq_expanded, position_ids_expanded)     -> [B, D/2, S]   by broadcasting, pointwise
+                                                              (made contiguous, as the GEMM's output is)
     # Inductor fuses the multiply, the casts feeding it and the cos/sin after it into one kernel
 
 On the H200 the 1B decode step spent three launches here (two casts and a 3.4 us SIMT SGEMM for a 32 x 1 x 1
@@ -85,11 +86,17 @@ def _rewrite(graph: fx.Graph, mm: fx.Node, ctx) -> None:
     fake = FakeEval(val(mm))
     with graph.inserting_before(mm):
         product = fake.call(graph, aten.mul.Tensor, a, b)  # [.., M, 1] * [.., 1, N] -> [.., M, N]
-    if tuple(val(product).shape) != tuple(val(mm).shape):  # cannot happen for valid mm/bmm; never risk it
-        graph.erase_node(product)
-        ctx.near_miss(mm, "the broadcast product's shape differs from the matmul's")
+        inserted = [product]
+        if val(product).stride() != val(mm).stride():  # permuted inputs give a permuted product; mm's is contiguous
+            inserted.append(fake.call(graph, aten.clone.default, product, memory_format=torch.contiguous_format))
+    out = inserted[-1]
+    if tuple(val(out).shape) != tuple(val(mm).shape) or val(out).stride() != val(mm).stride():
+        for node in reversed(inserted):  # cannot happen for a valid mm/bmm; never risk it
+            graph.erase_node(node)
+        ctx.near_miss(mm, "the broadcast product's shape or strides differ from the matmul's")
         return
-    product.meta["stack_trace"] = mm.meta.get("stack_trace")
-    mm.replace_all_uses_with(product)
-    ctx.matched([mm], [product], detail={"shape": [list(shape_of(a)), list(shape_of(b))], "dtype": str(val(a).dtype)})
+    for node in inserted:
+        node.meta["stack_trace"] = mm.meta.get("stack_trace")
+    mm.replace_all_uses_with(out)
+    ctx.matched([mm], inserted, detail={"shape": [list(shape_of(a)), list(shape_of(b))], "dtype": str(val(a).dtype)})
     graph_utils.erase_dead(graph, [mm])

@@ -56,7 +56,22 @@ def test_inner_dimension_one_becomes_a_multiply_bit_for_bit(dtype, batch, m, n):
     assert match.detail["shape"] == [[*lead, m, 1], [*lead, 1, n]]
     op = "aten.mm" if batch is None else "aten.bmm"
     assert before.get(op) == 1 and op not in after
-    assert after.get("aten.mul") == 1
+    assert after.get("aten.mul") == 1 and "aten.clone" not in after  # contiguous inputs: no copy
+
+
+def test_permuted_inputs_give_the_matmuls_contiguous_layout():
+    """A batch-permuted input makes the broadcast product permuted too; the matmul's output is contiguous, and
+    what reads it may rely on that (a view): the product is made contiguous, values and strides as eager's."""
+    a = torch.randn(6, 3, 1).permute(1, 0, 2)  # [3, 6, 1], strides (1, 3, 1)
+    b = torch.randn(3, 1, 5)
+
+    def fn(a, b):
+        return torch.bmm(a, b).view(3, 30)  # needs the contiguous layout
+
+    gm, rec, before, after = rewrite(fn, a, b)
+    got, want = gm(a, b), fn(a, b)
+    assert torch.equal(got, want) and got.stride() == want.stride()
+    assert len(rec.matches) == 1 and after.get("aten.clone") == 1 and "aten.bmm" not in after
 
 
 @pytest.mark.parametrize("shape", [(64, 48), (32, 1), (1, 32)])
