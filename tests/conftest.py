@@ -43,18 +43,32 @@ def apply_on_fake_cuda(family, fn, *shapes, dtype=torch.bfloat16):
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from fusion_passes import records
-    from fusion_passes.pass_manager import PassContext
-
     with FakeTensorMode():
         specs = [s if s and isinstance(s[-1], torch.dtype) else (s, dtype) for s in shapes]
         args = [torch.empty(s, dtype=t, device="cuda") for s, t in specs]
         gm = make_fx(fn, select_decomp_table(), tracing_mode="real")(*args)
         gm.graph.eliminate_dead_code()  # unused dtype casts the decompositions leave (Inductor's graphs have none)
-        rec = records.GraphRecord(graph_id=0, patterns=(family.NAME,))
-        family.apply(gm.graph, PassContext(family.NAME, family.HOOK, rec, grad_enabled=False))
-    gm.graph.lint()
+        rec = apply_family(family, gm.graph)
     return gm, rec
+
+
+def post_grad_like(fn, args, decompose=True):
+    """An ATen graph of ``fn`` (Inductor's decompositions when ``decompose``), with fake vals in meta."""
+    from torch._inductor.decomposition import select_decomp_table
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    return make_fx(fn, select_decomp_table() if decompose else None, tracing_mode="fake")(*args)
+
+
+def apply_family(family, graph):
+    """Run ``family``'s pass on ``graph`` with autograd off, linting after; return its GraphRecord."""
+    from fusion_passes import records
+    from fusion_passes.pass_manager import PassContext
+
+    rec = records.GraphRecord(graph_id=0, patterns=(family.NAME,))
+    family.apply(graph, PassContext(family.NAME, family.HOOK, rec, grad_enabled=False))
+    graph.lint()
+    return rec
 
 
 @pytest.fixture

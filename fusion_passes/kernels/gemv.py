@@ -487,9 +487,9 @@ def _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu
         y = reference(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos,
                       rope_sin, rope_dim, rope_weights)
         if cache_index is not None:
-            if index_base:
-                rows = x.shape[0] // next(c for c in caches if c is not None).shape[0]
-                cache_index = cache_index.reshape(()) + torch.arange(rows, device=cache_index.device)
+            if index_base:  # the positions the kernel computes: p + s, s < S
+                seq_len = _cache_layout(caches, cache_index, True, x.shape[0])[0]
+                cache_index = cache_index.reshape(()) + torch.arange(seq_len, device=cache_index.device)
             write_cache_reference(y, [w.shape[0] for w in (w0, w1, w2) if w is not None], caches, cache_index)
         return y
     x, w0, w1, w2, norm_weight, residual, rope_cos, rope_sin = (

@@ -493,14 +493,10 @@ def _position_base(index: fx.Node) -> fx.Node | None:
 
 
 def _is_ramp(node: fx.Node, length: int) -> bool:
-    """``node`` is 0, 1, ..., length - 1 (prims.iota, or an aten.arange left undecomposed)."""
-    if is_op(node, prims.iota):
-        return (node.args[:1] == (length,) and node.kwargs.get("start") == 0 and node.kwargs.get("step") == 1)
-    if is_op(node, aten.arange):
-        args = list(node.args)
-        dtype = node.kwargs.get("dtype") or torch.int64
-        return args in ([length], [0, length], [0, length, 1]) and not dtype.is_floating_point
-    return False
+    """``node`` is 0, 1, ..., length - 1: ``prims.iota``, the form ``arange`` takes after Inductor's decompositions
+    (the post-grad graph has no aten.arange)."""
+    return (is_op(node, prims.iota) and node.args[:1] == (length,) and node.kwargs.get("start") == 0
+            and node.kwargs.get("step") == 1)
 
 
 def _cache_writes(lins: list[linears.Linear], chains: list[_RopeChain], m: int, ctx) -> list | None:

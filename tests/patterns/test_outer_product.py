@@ -12,7 +12,7 @@ import torch
 import fusion_passes
 from fusion_passes import zoo
 from fusion_passes.patterns import outer_product
-from tests.conftest import compile_with_records
+from tests.conftest import apply_family, compile_with_records, post_grad_like
 
 PATTERN = ["outer_product"]
 
@@ -28,17 +28,11 @@ def post_grad(recs):
 def rewrite(fn, *args):
     """``fn`` traced to ATen on CPU (no Inductor decompositions: on CPU Inductor already turns small batched
     K = 1 matmuls into multiplies itself, on CUDA it does not), the family applied; returns (GraphModule, record)."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    from fusion_passes import records
     from fusion_passes.graph_utils import op_counts
-    from fusion_passes.pass_manager import PassContext
 
-    gm = make_fx(fn, tracing_mode="fake")(*args)
+    gm = post_grad_like(fn, args, decompose=False)
     before = op_counts(gm.graph)
-    rec = records.GraphRecord(graph_id=0, patterns=tuple(PATTERN))
-    outer_product.apply(gm.graph, PassContext("outer_product", "post_grad", rec, grad_enabled=False))
-    gm.graph.lint()
+    rec = apply_family(outer_product, gm.graph)
     gm.recompile()
     return gm, rec, before, op_counts(gm.graph)
 

@@ -10,9 +10,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from fusion_passes import records, zoo
-from fusion_passes.pass_manager import PassContext
 from fusion_passes.patterns import residual_norm
-from tests.conftest import compile_with_records
+from tests.conftest import apply_family, compile_with_records, post_grad_like
 
 NAME = "residual_norm"
 TOL = {torch.float32: 1e-5, torch.bfloat16: 1.6e-2, torch.float16: 2e-3}
@@ -140,18 +139,8 @@ def test_layer_norm(dtype, bias, residual):
     assert "aten.rsqrt" not in stage.ops_after
 
 
-def _post_grad_like(fn, args, decompose=True):
-    """An ATen graph of ``fn`` (Inductor's decompositions when ``decompose``), with fake vals in meta."""
-    from torch._inductor.decomposition import select_decomp_table
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    return make_fx(fn, select_decomp_table() if decompose else None, tracing_mode="fake")(*args)
-
-
 def _apply(gm):
-    rec = records.GraphRecord(graph_id=0, patterns=(NAME,))
-    residual_norm.apply(gm.graph, PassContext(NAME, "post_grad", rec, grad_enabled=False))
-    gm.graph.lint()
+    rec = apply_family(residual_norm, gm.graph)
     gm.recompile()
     return rec
 
@@ -166,7 +155,7 @@ def test_native_layer_norm_node(bias):
         h = x + r
         return h, torch.ops.aten.native_layer_norm(h, [32], w, b, 1e-5)[0]
 
-    gm = _post_grad_like(f, (x, r, w, b), decompose=False)
+    gm = post_grad_like(f, (x, r, w, b), decompose=False)
     assert any(n.target is torch.ops.aten.native_layer_norm.default for n in gm.graph.nodes)
     rec = _apply(gm)
     [m] = rec.matches
@@ -295,7 +284,7 @@ def test_cuda_cpu_scalar_eps_is_left_alone():
     with FakeTensorMode():
         x = torch.empty(2, 5, 256, dtype=torch.bfloat16, device="cuda")
         w = torch.empty(256, dtype=torch.bfloat16, device="cuda")
-        gm = _post_grad_like(f, (x, torch.empty_like(x), w, torch.tensor(1e-6, dtype=torch.float64)))
+        gm = post_grad_like(f, (x, torch.empty_like(x), w, torch.tensor(1e-6, dtype=torch.float64)))
         rec = _apply(gm)
     assert not rec.matches
     assert any("eps is a CPU scalar tensor" in n.reason for n in rec.near_misses)
