@@ -51,10 +51,10 @@ def _blocker(mm: fx.Node) -> str | None:
     if not isinstance(a, fx.Node) or not isinstance(b, fx.Node):
         return ""
     sa, sb = shape_of(a), shape_of(b)
-    if sa is None or sb is None or not all(isinstance(d, int) for d in (*sa, *sb)):
-        return "" if sa is None or sb is None or sa[-1] != 1 else "inner dimension 1, but symbolic shapes"
-    if sa[-1] != 1:
-        return ""
+    if sa is None or sb is None or not (isinstance(sa[-1], int) and sa[-1] == 1):
+        return ""  # no symbolic comparison here: it would add a guard
+    if not all(isinstance(d, int) for d in (*sa, *sb)):
+        return "inner dimension 1, but symbolic shapes"
     ta, tb = val(a), val(b)
     if ta.dtype != tb.dtype or val(mm).dtype != ta.dtype:
         return "inner dimension 1, but mixed dtypes"
@@ -95,8 +95,7 @@ def _rewrite(graph: fx.Graph, mm: fx.Node, ctx) -> None:
             graph.erase_node(node)
         ctx.near_miss(mm, "the broadcast product's shape or strides differ from the matmul's")
         return
-    for node in inserted:
-        node.meta["stack_trace"] = mm.meta.get("stack_trace")
+    graph_utils.copy_stack_trace([mm], inserted)
     mm.replace_all_uses_with(out)
     ctx.matched([mm], inserted, detail={"shape": [list(shape_of(a)), list(shape_of(b))], "dtype": str(val(a).dtype)})
     graph_utils.erase_dead(graph, [mm])
