@@ -15,7 +15,11 @@ its own weights and the layers run in order, so the chain streams every byte of 
 CUDA graph: ``cublas`` (the GEMMs alone, ``x @ W.T`` per weight, nothing fused: a lower bound for the unfused
 path), ``ours`` (decode_gemv as shipped: ``gemv_table``'s measured configs for the shapes it lists, the autotuner
 for the rest) and ``ours-noprefetch`` (autotuned, its M = 1 loop without the next-tile prefetch). (A variant launching ours with programmatic dependent launch was measured on the
-H200 and dropped: 0.814 vs 0.804 ms for llama-1b, 4.25 vs 4.32 ms for llama-8b; ``gemv_chain_*.json``.) Prints ms per chain, the
+H200 and dropped: 0.814 vs 0.804 ms for llama-1b, 4.25 vs 4.32 ms for llama-8b; ``gemv_chain_*.json``. Measured
+again in session 12 with each kernel letting the next launch first thing and requesting its first weight tile before
+waiting for the kernel before it, against the same configs without PDL: 0.805 vs 0.800 ms for llama-1b, 4.245 vs
+4.207 ms for llama-8b; ``logs/s12_run1/gemv_chain_pdl.json``: the GEMVs of the chain are not held up by the
+launches between them.) Prints ms per chain, the
 achieved HBM bandwidth and, for ours, the time of each linear inside the chain (profiler). JSON goes to
 ``benchmarks/results/gemv_chain_<device>_<torch>.json``.
 """
