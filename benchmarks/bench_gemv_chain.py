@@ -60,35 +60,11 @@ def weight_bytes(ws: dict) -> int:
     return per + ws["lm"].numel() * ws["lm"].element_size()
 
 
-# Fixed M = 1 configs per linear, (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages): gemv_table's for the
-# step's forms (the chain's q/k/v has no rope; it gets the rope form's tiles); the lm_head the autotuner's pick.
-FIXED = {
-    "llama-1b": dict(qkv=(4, 1024, False, 4, 2), o=(2, 1024, False, 4, 2), gate_up=(2, 1024, False, 4, 2),
-                     down=(4, 1024, True, 8, 2), lm_head=(8, 512, False, 4, 3)),
-    "llama-8b": dict(qkv=(4, 1024, True, 4, 2), o=(4, 1024, True, 4, 3), gate_up=(4, 1024, False, 4, 2),
-                     down=(4, 1024, True, 4, 3), lm_head=(4, 1024, True, 4, 2)),
-}
-# Variants launching FIXED's configs: (every loop prefetching, programmatic dependent launch). With PDL a kernel
-# lets the next one launch as soon as all its programs have started, and requests its first weight tile before
-# waiting for the kernel before it (gemv._gemv_kernel's PDL).
-FIXED_VARIANTS = {"fixed": (False, False), "fixed+prefetch": (True, False), "fixed+pdl": (True, True),
-                  "fixed+pdl-noprefetch": (False, True)}
-
-
-def ours_chain(ws: dict, x: torch.Tensor, prefetch: bool | None = None, fixed: dict | None = None,
-               all_prefetch: bool = False, pdl: bool = False):
-    """The chain of decode_gemv launches; ``fixed`` (FIXED[model]) launches those configs instead of the shipped
-    choice."""
-    def op(name, x, w0, w1=None, w2=None, nw=None, res=None, silu=False):
+def ours_chain(ws: dict, x: torch.Tensor, prefetch: bool | None = None):
+    def op(x, w0, w1=None, w2=None, nw=None, res=None, silu=False):
         y = torch.empty((x.shape[0], gemv._out_width(w0, w1, w2, res, silu)), dtype=x.dtype, device=x.device)
         if gemv._use_triton(x):
-            config = None
-            if fixed is not None and x.device.type == "cuda":
-                n, k, p, warps, stages = fixed[name]
-                config = dict(BLOCK_N=n, BLOCK_K=k, PREFETCH=p or all_prefetch, num_warps=warps, num_stages=stages)
-                if pdl:
-                    config.update(PDL=True, launch_pdl=True)
-            gemv._launch(x, w0, w1, w2, nw, 1e-5, 0.0, True, res, silu, y, prefetch=prefetch, config=config)
+            gemv._launch(x, w0, w1, w2, nw, 1e-5, 0.0, True, res, silu, y, prefetch=prefetch)
         else:
             y.copy_(gemv.reference(x, w0, w1, w2, nw, 1e-5, 0.0, True, res, silu))
         return y
@@ -96,11 +72,11 @@ def ours_chain(ws: dict, x: torch.Tensor, prefetch: bool | None = None, fixed: d
     def run():
         h = x
         for L in ws["layers"]:
-            qkv = op("qkv", h, L["q"], L["k"], L["v"], nw=L["n1"])
-            h = op("o", qkv[:, : ws["hidden"]], L["o"], res=h)
-            a = op("gate_up", h, L["g"], L["u"], nw=L["n2"], silu=True)
-            h = op("down", a, L["d"], res=h)
-        return op("lm_head", h, ws["lm"], nw=ws["nf"])
+            qkv = op(h, L["q"], L["k"], L["v"], nw=L["n1"])
+            h = op(qkv[:, : ws["hidden"]], L["o"], res=h)
+            a = op(h, L["g"], L["u"], nw=L["n2"], silu=True)
+            h = op(a, L["d"], res=h)
+        return op(h, ws["lm"], nw=ws["nf"])
 
     return run
 
@@ -161,8 +137,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", nargs="+", default=["llama-1b", "llama-8b"])
     p.add_argument("--rows", nargs="+", type=int, default=[1])
-    p.add_argument("--variants", nargs="+", default=["cublas", "ours"],
-                   choices=["cublas", "ours", "ours-noprefetch", *FIXED_VARIANTS])
+    p.add_argument("--variants", nargs="+", default=["cublas", "ours"], choices=["cublas", "ours", "ours-noprefetch"])
     add_run_args(p)
     args = p.parse_args(argv)
     cuda = args.device.startswith("cuda")
@@ -180,13 +155,7 @@ def main(argv=None) -> int:
             x = torch.randn(m, ws["hidden"], device=args.device, dtype=dtype)
             for variant in args.variants:
                 prefetch = False if variant == "ours-noprefetch" else None  # None: the shipped choice
-                if variant == "cublas":
-                    run = cublas_chain(ws, x)
-                elif variant in FIXED_VARIANTS:
-                    all_prefetch, pdl = FIXED_VARIANTS[variant]
-                    run = ours_chain(ws, x, fixed=FIXED.get(model), all_prefetch=all_prefetch, pdl=pdl)
-                else:
-                    run = ours_chain(ws, x, prefetch)
+                run = cublas_chain(ws, x) if variant == "cublas" else ours_chain(ws, x, prefetch)
                 ms, replay = graph_ms(run, args.device)
                 rec = dict(model=model, rows=m, variant=variant, ms=round(ms, 4), weight_gb=round(nbytes / 1e9, 3),
                            tbps=round(nbytes / (ms * 1e-3) / 1e12, 3))
@@ -195,8 +164,7 @@ def main(argv=None) -> int:
                 if cuda and variant != "cublas":
                     rec["per_linear_us"] = per_linear_us(replay, cfg["num_hidden_layers"])
                     # which loop and tiles each shape got: what a config list pruned for compile time would keep
-                    if variant not in FIXED_VARIANTS:
-                        rec["autotuner_picks"] = autotuner_picks(gemv.PREFETCH if prefetch is None else prefetch)
+                    rec["autotuner_picks"] = autotuner_picks(gemv.PREFETCH if prefetch is None else prefetch)
                 records.append(rec)
                 print(rec, flush=True)
         del ws

@@ -82,28 +82,17 @@ if triton is not None:
                 for p in forms for n, k, w, s in shapes]
 
     @triton.jit
-    def _load_w_tile(w_rows, w_rows2, n_ok, k0, K, TWO: tl.constexpr, BLOCK_K: tl.constexpr):
-        """Columns k0 .. k0 + BLOCK_K of the program's weight rows [BLOCK_N, BLOCK_K] (u: the second weight's rows
-        when TWO, else w again); zeros past K."""
+    def _load_tile(X, w_rows, w_rows2, rm, m_ok, n_ok, k0, K, stride_x, TWO: tl.constexpr, BLOCK_K: tl.constexpr):
+        """Columns k0 .. k0 + BLOCK_K of x [BLOCK_M, BLOCK_K] and of the program's weight rows [BLOCK_N, BLOCK_K]
+        (u: the second weight's rows when TWO, else w again); zeros past K."""
         rk = k0 + tl.arange(0, BLOCK_K)
-        w_mask = n_ok[:, None] & (rk < K)[None, :]
+        k_ok = rk < K
+        x = tl.load(X + rm[:, None] * stride_x + rk[None, :], mask=m_ok[:, None] & k_ok[None, :], other=0.0)
+        w_mask = n_ok[:, None] & k_ok[None, :]
         w = tl.load(w_rows + rk[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
         u = w
         if TWO:
             u = tl.load(w_rows2 + rk[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
-        return w, u
-
-    @triton.jit
-    def _load_x_tile(X, rm, m_ok, k0, K, stride_x, BLOCK_K: tl.constexpr):
-        """Columns k0 .. k0 + BLOCK_K of x [BLOCK_M, BLOCK_K]; zeros past K."""
-        rk = k0 + tl.arange(0, BLOCK_K)
-        return tl.load(X + rm[:, None] * stride_x + rk[None, :], mask=m_ok[:, None] & (rk < K)[None, :], other=0.0)
-
-    @triton.jit
-    def _load_tile(X, w_rows, w_rows2, rm, m_ok, n_ok, k0, K, stride_x, TWO: tl.constexpr, BLOCK_K: tl.constexpr):
-        """Columns k0 .. k0 + BLOCK_K of x and of the weight rows: (x, w, u)."""
-        x = _load_x_tile(X, rm, m_ok, k0, K, stride_x, BLOCK_K)
-        w, u = _load_w_tile(w_rows, w_rows2, n_ok, k0, K, TWO, BLOCK_K)
         return x, w, u
 
     @triton.jit
@@ -183,8 +172,6 @@ if triton is not None:
         BLOCK_K: tl.constexpr,
         PREFETCH: tl.constexpr,  # M = 1 only: load the next K tile while reducing this one
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
-        PDL: tl.constexpr,  # launched with programmatic dependent launch: the weights (parameters, written by no
-        # kernel of the step) are requested before waiting for the kernel launched before this one
     ):
         T = X.dtype.element_ty
         PRECISION: tl.constexpr = "ieee" if IEEE_F32 else None  # None: Triton's default (TF32 for fp32)
@@ -231,16 +218,10 @@ if triton is not None:
             w_rows2 = w_rows  # never read: _load_tile loads a second weight only when TWO
 
         TWO: tl.constexpr = SILU_MUL or ROPE  # a second accumulator: the up projection, or the pair's other half
-        if PDL:  # the next kernel may launch once every program has started (its own weight loads then overlap ours)
-            tl.extra.cuda.gdc_launch_dependents()
-        if PREFETCH:  # the first weight tile is requested before the norm prologue, so HBM starts streaming at once
-            w, u = _load_w_tile(w_rows, w_rows2, n_ok, 0, K, TWO, BLOCK_K)
-        if PDL:  # everything below may read (or overwrite) what the kernels before this one write
-            tl.extra.cuda.gdc_wait()
         if CACHE_MASK != 0:
             pos = _cache_positions(IDX, rm, seq_len, cache_len, IDX_BASE)
-        if PREFETCH:
-            x = _load_x_tile(X, rm, m_ok, 0, K, stride_x, BLOCK_K)
+        if PREFETCH:  # the first weight tile is requested before the norm prologue, so HBM starts streaming at once
+            x, w, u = _load_tile(X, w_rows, w_rows2, rm, m_ok, n_ok, 0, K, stride_x, TWO, BLOCK_K)
         if HAS_NORM:  # per-row 1/rms over the whole row (the row is small and L2-resident)
             ss = tl.zeros([BLOCK_M], dtype=tl.float32)
             for k0 in range(0, K, BLOCK_K):
@@ -400,7 +381,6 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         IDX_BASE=index_base,
         BLOCK_M=_block_m(int(m)),
         IEEE_F32=ieee_fp32_dot(x.dtype),
-        PDL=False,
     )
     args = (
         x, norm_weight, w0, w1 if w1 is not None else w0, w2 if w2 is not None else w0, residual, rope_cos,
@@ -414,8 +394,8 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
     if config is None and INTERPRETED and x.device.type != "cuda":
         config = dict(BLOCK_N=16, BLOCK_K=64, PREFETCH=(PREFETCH if prefetch is None else prefetch)
                       and meta["BLOCK_M"] == 1, num_warps=4)
-    if config is not None:  # may also override meta (PDL) or pass launch options (launch_pdl)
-        _gemv_kernel[grid(config)](*args, **{**meta, **config})
+    if config is not None:
+        _gemv_kernel[grid(config)](*args, **meta, **config)
     else:
         kernel = _gemv_m16 if meta["BLOCK_M"] > 1 else _m1_kernel(x.device, meta, k, n0, n1, n2, prefetch)
         wrap_triton(kernel)[grid](*args, **meta)

@@ -98,26 +98,6 @@ def test_decode_gemv_compiles(mode, block_m, prefetch):
         assert len(weight_loads) == 2 * len(re.findall(r"ld\.global\.L1::evict_first\S*", plain["ptx"]))
 
 
-@pytest.mark.parametrize("prefetch", [True, False])
-def test_decode_gemv_pdl_requests_weights_before_the_wait(prefetch):
-    """With PDL the kernel lets the next one launch first thing, requests only weight tiles (parameters) before
-    ``griddepcontrol.wait``, and reads every activation and writes every output after it."""
-    types = {**gemv_types("bf16"), "R": "*bf16", "NW": "*bf16"}
-    ptx = compile_for_hopper(gemv._gemv_kernel, types, dict(
-        CONCAT_W=1, HAS_NORM=True, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=False, HAS_RES=True, ROPE=False,
-        CACHE_MASK=0, BLOCK_M=1, BLOCK_N=4, BLOCK_K=1024, PREFETCH=prefetch, PDL=True), num_warps=4, num_stages=2,
-        launch_pdl=True, aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])["ptx"]
-    lines = ptx.splitlines()
-    at = {key: [i for i, line in enumerate(lines) if key in line]
-          for key in ("griddepcontrol.launch_dependents", "griddepcontrol.wait", "ld.global", "st.global")}
-    (launch,), (wait,) = at["griddepcontrol.launch_dependents"], at["griddepcontrol.wait"]
-    assert launch < wait
-    early = [lines[i] for i in at["ld.global"] if i < wait]
-    assert all("evict_first" in line for line in early)  # weight loads only (the activations are plain loads)
-    assert bool(early) == prefetch
-    assert min(at["st.global"]) > wait
-
-
 def attention_types(dtype: str, scale: str = "fp32") -> dict:
     """The attention kernel's argument types (no mask), ``dtype`` for q/k/v; ``scale``: how the launcher passes
     the Python float (Triton's own launcher: fp32; Inductor's generated code: fp64)."""
