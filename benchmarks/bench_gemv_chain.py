@@ -14,7 +14,9 @@ its own weights and the layers run in order, so the chain streams every byte of 
 (``attn`` is a slice of ``qkv``: attention itself is not part of this benchmark.) Variants, each captured in one
 CUDA graph: ``cublas`` (the GEMMs alone, ``x @ W.T`` per weight, nothing fused: a lower bound for the unfused
 path), ``ours`` (decode_gemv as shipped: ``gemv_table``'s measured configs for the shapes it lists, the autotuner
-for the rest) and ``ours-noprefetch`` (autotuned, its M = 1 loop without the next-tile prefetch). (A variant launching ours with programmatic dependent launch was measured on the
+for the rest), ``ours-noprefetch`` (autotuned, its M = 1 loop without the next-tile prefetch) and ``read`` (each
+GEMV replaced by a kernel that only reads the same weights: the floor for kernels of these sizes, launch and ramp-up
+included). (A variant launching ours with programmatic dependent launch was measured on the
 H200 and dropped: 0.814 vs 0.804 ms for llama-1b, 4.25 vs 4.32 ms for llama-8b; ``gemv_chain_*.json``. Measured
 again in session 12 with each kernel letting the next launch first thing and requesting its first weight tile before
 waiting for the kernel before it, against the same configs without PDL: 0.805 vs 0.800 ms for llama-1b, 4.245 vs
@@ -81,6 +83,53 @@ def ours_chain(ws: dict, x: torch.Tensor, prefetch: bool | None = None):
     return run
 
 
+def read_chain(ws: dict, x: torch.Tensor):
+    """The chain's weight reads alone: one kernel per linear that reads the same tensors and only sums them, so
+    it pays what every kernel of that size pays (launch, HBM latency before the first bytes, the last programs'
+    tail) and does nothing else. What the GEMVs can approach per linear, not the bandwidth of one long copy."""
+    def run():
+        for L in ws["layers"]:
+            read(L["q"], L["k"], L["v"])
+            read(L["o"])
+            read(L["g"], L["u"])
+            read(L["d"])
+        return read(ws["lm"])
+
+    return run
+
+
+def read(*ws: torch.Tensor) -> torch.Tensor:
+    """Partial sums of up to three weights in one launch (every element read once, from HBM in a chain)."""
+    if ws[0].device.type != "cuda":
+        return torch.stack([w.float().sum() for w in ws])
+    block = 8192
+    counts = [triton.cdiv(w.numel(), block) for w in ws]
+    out = torch.empty(sum(counts), dtype=torch.float32, device=ws[0].device)
+    w1, w2 = (ws[i] if len(ws) > i else ws[0] for i in (1, 2))
+    _read_kernel[(sum(counts),)](ws[0], w1, w2, out, *(w.numel() for w in (ws[0], w1, w2)), counts[0],
+                                 counts[0] + (counts[1] if len(ws) > 1 else 0), BLOCK=block, num_warps=8)
+    return out
+
+
+try:
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _read_kernel(W0, W1, W2, OUT, n0, n1, n2, nb0, nb01, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        w, n, blk = W0, n0, pid
+        if pid >= nb0:
+            w, n, blk = W1, n1, pid - nb0
+        if pid >= nb01:
+            w, n, blk = W2, n2, pid - nb01
+        offs = blk.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        v = tl.load(w + offs, mask=offs < n, other=0.0, eviction_policy="evict_first")
+        tl.store(OUT + pid, tl.sum(v.to(tl.float32), axis=0))
+except ImportError:
+    triton = None
+
+
 def cublas_chain(ws: dict, x: torch.Tensor):
     def run():
         h = x
@@ -137,7 +186,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", nargs="+", default=["llama-1b", "llama-8b"])
     p.add_argument("--rows", nargs="+", type=int, default=[1])
-    p.add_argument("--variants", nargs="+", default=["cublas", "ours"], choices=["cublas", "ours", "ours-noprefetch"])
+    p.add_argument("--variants", nargs="+", default=["cublas", "ours"], choices=["cublas", "ours", "ours-noprefetch", "read"])
     add_run_args(p)
     args = p.parse_args(argv)
     cuda = args.device.startswith("cuda")
@@ -155,7 +204,8 @@ def main(argv=None) -> int:
             x = torch.randn(m, ws["hidden"], device=args.device, dtype=dtype)
             for variant in args.variants:
                 prefetch = False if variant == "ours-noprefetch" else None  # None: the shipped choice
-                run = cublas_chain(ws, x) if variant == "cublas" else ours_chain(ws, x, prefetch)
+                chains = dict(cublas=cublas_chain, read=read_chain)
+                run = chains[variant](ws, x) if variant in chains else ours_chain(ws, x, prefetch)
                 ms, replay = graph_ms(run, args.device)
                 rec = dict(model=model, rows=m, variant=variant, ms=round(ms, 4), weight_gb=round(nbytes / 1e9, 3),
                            tbps=round(nbytes / (ms * 1e-3) / 1e12, 3))
@@ -163,6 +213,7 @@ def main(argv=None) -> int:
                     rec["hbm_frac"] = round(nbytes / (ms * 1e-3) / (bw * 1e9), 3)
                 if cuda and variant != "cublas":
                     rec["per_linear_us"] = per_linear_us(replay, cfg["num_hidden_layers"])
+                if cuda and variant.startswith("ours"):
                     # which loop and tiles each shape got: what a config list pruned for compile time would keep
                     rec["autotuner_picks"] = autotuner_picks(gemv.PREFETCH if prefetch is None else prefetch)
                 records.append(rec)
