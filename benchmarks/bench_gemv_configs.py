@@ -15,6 +15,7 @@ graph's time over the number of calls. Forms are those the decode step launches:
     qkv_kv:  the same, also storing k and v into the caches at cache_position
     o, down: y = x @ W.T + residual
     gate_up: y = silu(rmsnorm(x) @ Wg.T) * (rmsnorm(x) @ Wu.T)
+    lm_head: y = rmsnorm(x) @ W.T                            (the vocabulary's logits)
 
 ``--compile-only --shard i/n`` launches each config once without timing, so n processes can fill Triton's disk
 cache in parallel before one process times them all. Prints the fastest config per linear next to the
@@ -38,11 +39,11 @@ from common import write_results  # noqa: E402
 
 from fusion_passes.kernels import gemv  # noqa: E402
 
-LINEARS = ("qkv", "qkv_kv", "o", "gate_up", "down")
+LINEARS = ("qkv", "qkv_kv", "o", "gate_up", "down", "lm_head")
 L2_BYTES = 60 * 2**20
 # Tiles beyond the autotuner's list: longer K tiles and two-row programs put more bytes in flight per program.
 EXTRA_SHAPES = [(2, 1024, 4, 2), (2, 2048, 4, 2), (4, 2048, 4, 2), (4, 2048, 8, 2), (8, 2048, 8, 2),
-                (4, 1024, 4, 3), (4, 1024, 8, 2)]
+                (4, 1024, 4, 3), (4, 1024, 8, 2), (2, 4096, 8, 2), (4, 4096, 8, 2)]
 
 
 def sweep_configs() -> list[dict]:
@@ -65,12 +66,12 @@ def linear_calls(name: str, cfg: dict, device, dtype, copies: int | None = None)
     d = h // cfg["num_attention_heads"]
     kv = cfg["num_key_value_heads"] * d
     k, widths = {"qkv": (h, (h, kv, kv)), "qkv_kv": (h, (h, kv, kv)), "o": (h, (h,)), "gate_up": (h, (f, f)),
-                 "down": (f, (h,))}[name]
+                 "down": (f, (h,)), "lm_head": (h, (cfg["vocab_size"],))}[name]
     nbytes = sum(widths) * k * torch.finfo(dtype).bits // 8
     calls = copies or max(4, math.ceil(3 * L2_BYTES / nbytes))
     sets = [[torch.randn(n, k, device=device, dtype=dtype) * k**-0.5 for n in widths] for _ in range(calls)]
     x = torch.randn(1, k, device=device, dtype=dtype)
-    nw = torch.rand(k, device=device, dtype=dtype) + 0.5 if name in ("qkv", "qkv_kv", "gate_up") else None
+    nw = torch.rand(k, device=device, dtype=dtype) + 0.5 if name in ("qkv", "qkv_kv", "gate_up", "lm_head") else None
     res = torch.randn(1, h, device=device, dtype=dtype) if name in ("o", "down") else None
     silu = name == "gate_up"
     rope = (torch.rand(1, d, device=device).cos().to(dtype), torch.rand(1, d, device=device).sin().to(dtype), d, 2) \
