@@ -44,7 +44,9 @@ def hf_generate(model, variant: str, device: str):
                "fusion_passes+static": fusion_passes.backend(cudagraphs="static")}.get(variant)
     config = None
     if backend is not None:
-        config = CompileConfig(backend=backend, fullgraph=True)
+        # dynamic=False: the two generation lengths give caches of two lengths; with Dynamo's automatic dynamic
+        # shapes the second would be compiled with a symbolic cache length, which static graphs cannot replay
+        config = CompileConfig(backend=backend, fullgraph=True, dynamic=False)
         config._compile_all_devices = True  # HF compiles the decode step on CPU only when asked
 
     def run(prompt, n):

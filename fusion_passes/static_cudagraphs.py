@@ -56,8 +56,11 @@ def blocker(gm: fx.GraphModule, example_inputs: Sequence[Any], grad_enabled: boo
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     devices = set()
     for node, x in zip(placeholders, example_inputs):
+        if isinstance(x, torch.SymInt):  # Dynamo's automatic dynamic shapes, after a size changed between calls
+            return (f"input {node.name} is a symbolic size: Dynamo compiled this graph for dynamic shapes; pass "
+                    "dynamic=False to torch.compile (HF generate: CompileConfig(dynamic=False)) to keep static graphs")
         if not isinstance(x, torch.Tensor):
-            return f"input {node.name} is a {type(x).__name__}, not a tensor (symbolic shape or Python value)"
+            return f"input {node.name} is a {type(x).__name__}, not a tensor (a Python value)"
         devices.add(x.device)
     if len(devices) != 1 or next(iter(devices)).type != "cuda":
         return f"inputs on {sorted(map(str, devices)) or 'no device'}, not on one CUDA device"

@@ -32,6 +32,7 @@ def test_blocker_accepts_a_fixed_shape_inference_graph_on_one_gpu():
     ("grad", "records gradients"),
     ("cpu", "not on one CUDA device"),
     ("python_value", "is a int, not a tensor"),
+    ("symint_input", "dynamic=False"),
     ("cpu_tensor_inside", "makes a cpu tensor"),
     ("symbolic", "symbolic or data-dependent size"),
 ])
@@ -47,6 +48,10 @@ def test_blocker_says_why_a_graph_cannot_be_static(case, why):
         gm, args = _traced(lambda x, w: x @ w, (1, 8), (8, 8), device="cpu" if case == "cpu" else "cuda")
     if case == "python_value":
         args = [args[0], 3]
+    if case == "symint_input":  # what Dynamo passes for a size it made dynamic
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+        args = [args[0], ShapeEnv().create_unbacked_symint()]
     reason = blocker(gm, args, grad_enabled=case == "grad")
     assert reason is not None and why in reason, reason
 
