@@ -1,0 +1,149 @@
+"""Where the M = 1 GEMV loses to a plain read of its weights: two accumulation designs, every tile, vs the read floor.
+
+    python benchmarks/probe_gemv_design.py                               # GPU: llama-1b shapes
+    python benchmarks/probe_gemv_design.py --compile-only --shard 0/8    # warm Triton's cache in parallel first
+    TRITON_INTERPRET=1 python benchmarks/probe_gemv_design.py --tiny     # CPU: the kernel's values only
+
+``bench_gemv_chain``'s ``read`` variant reads the step's weights at 4.6 TB/s on the H200 (lm_head) where the
+decode GEMV reaches 4.0. A GEMV program keeps a [BLOCK_N, BLOCK_K] fp32 accumulator (twice the weight tile's
+registers) and reduces it once at the end, so few programs fit on an SM and few bytes are in flight per SM. This
+probe times a bare ``y = W @ x`` (no norm, no epilogue) two ways, over the same tiles:
+
+    acc2d:  acc[BLOCK_N, BLOCK_K] += w * x;  y = sum(acc, 1)        (decode_gemv's M = 1 loop today)
+    acc1d:  acc[BLOCK_N] += sum(w * x, 1)                           (reduce each tile: registers for one tile)
+
+each with and without loading tile k+1 before reducing tile k, next to the read kernel (``bench_gemv_chain.read``)
+for the same bytes. Weights are streamed from HBM (enough copies to exceed the L2 three times, in one CUDA graph).
+Writes ``benchmarks/results/gemv_design_<device>_<torch>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from bench_gemv import per_call_ms  # noqa: E402
+from bench_gemv_chain import read  # noqa: E402
+from common import write_results  # noqa: E402
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+L2_BYTES = 60 * 2**20
+SHAPES = {"o": (2048, 2048), "qkv": (3072, 2048), "gate_up": (16384, 2048), "down": (2048, 8192),
+          "lm_head": (128256, 2048)}  # name: (N, K), llama-1b
+TINY = {"o": (48, 64), "down": (16, 256)}
+
+
+@triton.jit
+def _gemv_probe(X, W, Y, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, ACC1D: tl.constexpr,
+                PREFETCH: tl.constexpr):
+    pid = tl.program_id(0)
+    rn = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = rn < N
+    rows = W + rn.to(tl.int64)[:, None] * K
+    rk0 = tl.arange(0, BLOCK_K)
+    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    acc2 = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
+    if PREFETCH:
+        w = tl.load(rows + rk0[None, :], mask=n_ok[:, None] & (rk0 < K)[None, :], other=0.0,
+                    eviction_policy="evict_first")
+    for k0 in range(0, K, BLOCK_K):
+        rk = k0 + rk0
+        if PREFETCH:
+            rk_next = rk + BLOCK_K
+            w_next = tl.load(rows + rk_next[None, :], mask=n_ok[:, None] & (rk_next < K)[None, :], other=0.0,
+                             eviction_policy="evict_first")
+        else:
+            w = tl.load(rows + rk[None, :], mask=n_ok[:, None] & (rk < K)[None, :], other=0.0,
+                        eviction_policy="evict_first")
+        x = tl.load(X + rk, mask=rk < K, other=0.0).to(tl.float32)
+        prod = w.to(tl.float32) * x[None, :]
+        if ACC1D:
+            acc += tl.sum(prod, axis=1)
+        else:
+            acc2 += prod
+        if PREFETCH:
+            w = w_next
+    if not ACC1D:
+        acc = tl.sum(acc2, axis=1)
+    tl.store(Y + rn, acc.to(Y.dtype.element_ty), mask=n_ok)
+
+
+def configs(k: int | None = None) -> list[dict]:
+    out = []
+    for n, bk, warps, stages, acc1d, prefetch in itertools.product((2, 4, 8, 16), (512, 1024, 2048, 4096), (4, 8),
+                                                                   (1, 2), (False, True), (False, True)):
+        if n * bk > 16384 or (k is not None and bk > k):
+            continue
+        out.append(dict(BLOCK_N=n, BLOCK_K=bk, ACC1D=acc1d, PREFETCH=prefetch, num_warps=warps, num_stages=stages))
+    return out
+
+
+def name(c: dict) -> str:
+    return "{d} N{BLOCK_N} K{BLOCK_K} w{num_warps} s{num_stages}{p}".format(
+        **c, d="acc1d" if c["ACC1D"] else "acc2d", p=" prefetch" * c["PREFETCH"])
+
+
+def launch(x, w, y, c: dict) -> None:
+    n, k = w.shape
+    _gemv_probe[(triton.cdiv(n, c["BLOCK_N"]),)](x, w, y, n, k, **c)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--compile-only", action="store_true")
+    p.add_argument("--shard", default="0/1")
+    p.add_argument("--tiny", action="store_true")
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+    device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    shapes = TINY if args.tiny else SHAPES
+    i, n_shards = (int(v) for v in args.shard.split("/"))
+    torch.manual_seed(0)
+    records = []
+    for lin, (n, k) in shapes.items():
+        cfgs = configs(k)[i::n_shards] if device == "cuda" else [dict(BLOCK_N=4, BLOCK_K=32, ACC1D=a, PREFETCH=pf,
+                                                                      num_warps=4, num_stages=1)
+                                                                 for a in (False, True) for pf in (False, True)]
+        nbytes = n * k * torch.finfo(dtype).bits // 8
+        calls = 2 if args.tiny else max(4, math.ceil(3 * L2_BYTES / nbytes))
+        ws = [torch.randn(n, k, device=device, dtype=dtype) * k**-0.5 for _ in range(calls)]
+        x = torch.randn(k, device=device, dtype=dtype)
+        y = torch.empty(n, device=device, dtype=dtype)
+        expected = (ws[0].double() @ x.double()).to(dtype)
+        for c in cfgs:
+            launch(x, ws[0], y, c)
+            err = (y.double() - expected.double()).abs().max().item()
+            if err > 0.05 * expected.double().abs().max().item():
+                raise AssertionError(f"{lin} {name(c)}: max error {err}")
+        if args.compile_only:
+            continue
+        rows = []
+        for c in cfgs:
+            us = per_call_ms(lambda c=c: [launch(x, w, y, c) for w in ws], device, calls=1) * 1e3 / calls
+            rows.append(dict(linear=lin, config=name(c), us=round(us, 2), tb_s=round(nbytes / us / 1e6, 3), **c))
+        floor = per_call_ms(lambda: [read(w) for w in ws], device, calls=1) * 1e3 / calls
+        rows.append(dict(linear=lin, config="read", us=round(floor, 2), tb_s=round(nbytes / floor / 1e6, 3)))
+        rows.sort(key=lambda r: r["us"])
+        records += rows
+        best = {d: next((r for r in rows if r.get("ACC1D") == d), None) for d in (False, True)}
+        print(f"[design] {lin} N={n} K={k} ({nbytes / 1e6:.1f} MB): read {floor * 1e3 / 1e3:.2f} us; "
+              f"acc2d best {best[False]['config']} {best[False]['us']} us; acc1d best {best[True]['config']} "
+              f"{best[True]['us']} us", flush=True)
+        for r in rows[:6]:
+            print(f"    {r['config']:36s} {r['us']:8.2f} us  {r['tb_s']:.3f} TB/s", flush=True)
+    if args.compile_only:
+        return 0
+    return write_results(records, "gemv_design", args.out, key=("linear", "config"), device=device)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
