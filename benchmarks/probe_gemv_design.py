@@ -42,8 +42,9 @@ TINY = {"o": (48, 64), "down": (16, 256)}
 
 
 @triton.jit
-def _gemv_probe(X, W, Y, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, ACC1D: tl.constexpr,
-                PREFETCH: tl.constexpr):
+def _gemv_probe(X, NW, W, Y, N, K, eps, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, ACC1D: tl.constexpr,
+                PREFETCH: tl.constexpr, NORM: tl.constexpr):
+    T = X.dtype.element_ty
     pid = tl.program_id(0)
     rn = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = rn < N
@@ -54,6 +55,17 @@ def _gemv_probe(X, W, Y, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, ACC
     if PREFETCH:
         w = tl.load(rows + rk0[None, :], mask=n_ok[:, None] & (rk0 < K)[None, :], other=0.0,
                     eviction_policy="evict_first")
+    if NORM == 1:  # decode_gemv's prologue: a pass over x for 1/rms, then x and the norm weight again per tile
+        ss = tl.zeros([BLOCK_K], dtype=tl.float32)
+        for k0 in range(0, K, BLOCK_K):
+            xk = tl.load(X + k0 + rk0, mask=k0 + rk0 < K, other=0.0).to(tl.float32)
+            ss += xk * xk
+        rstd = tl.rsqrt(tl.sum(ss, axis=0) / K + eps)
+    if NORM == 2:  # one tile holds the whole row (BLOCK_K >= K): x and the norm weight read once
+        xk = tl.load(X + rk0, mask=rk0 < K, other=0.0).to(tl.float32)
+        rstd1 = tl.rsqrt(tl.sum(xk * xk, axis=0) / K + eps)
+        nw1 = tl.load(NW + rk0, mask=rk0 < K, other=0.0).to(tl.float32)
+        xn1 = ((xk * rstd1).to(T).to(tl.float32) * nw1).to(T).to(tl.float32)
     for k0 in range(0, K, BLOCK_K):
         rk = k0 + rk0
         if PREFETCH:
@@ -63,7 +75,13 @@ def _gemv_probe(X, W, Y, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, ACC
         else:
             w = tl.load(rows + rk[None, :], mask=n_ok[:, None] & (rk < K)[None, :], other=0.0,
                         eviction_policy="evict_first")
-        x = tl.load(X + rk, mask=rk < K, other=0.0).to(tl.float32)
+        if NORM == 2:
+            x = xn1
+        else:
+            x = tl.load(X + rk, mask=rk < K, other=0.0).to(tl.float32)
+        if NORM == 1:
+            nw = tl.load(NW + rk, mask=rk < K, other=0.0).to(tl.float32)
+            x = ((x * rstd).to(T).to(tl.float32) * nw).to(T).to(tl.float32)
         prod = w.to(tl.float32) * x[None, :]
         if ACC1D:
             acc += tl.sum(prod, axis=1)
@@ -76,24 +94,34 @@ def _gemv_probe(X, W, Y, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, ACC
     tl.store(Y + rn, acc.to(Y.dtype.element_ty), mask=n_ok)
 
 
-def configs(k: int | None = None) -> list[dict]:
+def configs(k: int | None = None, norms=(0,)) -> list[dict]:
     out = []
-    for n, bk, warps, stages, acc1d, prefetch in itertools.product((2, 4, 8, 16), (512, 1024, 2048, 4096), (4, 8),
-                                                                   (1, 2), (False, True), (False, True)):
-        if n * bk > 16384 or (k is not None and bk > k):
+    for norm, n, bk, warps, stages, acc1d, prefetch in itertools.product(
+            norms, (2, 4, 8, 16), (256, 512, 1024, 2048, 4096), (4, 8), (1, 2), (False, True), (False, True)):
+        if n * bk > 16384 or (k is not None and bk > k) or (norm == 2 and (k is None or bk < k)) \
+                or (norm == 0 and bk < 512):
             continue
-        out.append(dict(BLOCK_N=n, BLOCK_K=bk, ACC1D=acc1d, PREFETCH=prefetch, num_warps=warps, num_stages=stages))
+        out.append(dict(BLOCK_N=n, BLOCK_K=bk, ACC1D=acc1d, PREFETCH=prefetch, NORM=norm, num_warps=warps,
+                        num_stages=stages))
     return out
 
 
 def name(c: dict) -> str:
-    return "{d} N{BLOCK_N} K{BLOCK_K} w{num_warps} s{num_stages}{p}".format(
-        **c, d="acc1d" if c["ACC1D"] else "acc2d", p=" prefetch" * c["PREFETCH"])
+    return "{d}{nm} N{BLOCK_N} K{BLOCK_K} w{num_warps} s{num_stages}{p}".format(
+        **c, d="acc1d" if c["ACC1D"] else "acc2d", nm=("", " norm2pass", " norm1tile")[c["NORM"]],
+        p=" prefetch" * c["PREFETCH"])
 
 
-def launch(x, w, y, c: dict) -> None:
+def launch(x, nw, w, y, c: dict) -> None:
     n, k = w.shape
-    _gemv_probe[(triton.cdiv(n, c["BLOCK_N"]),)](x, w, y, n, k, **c)
+    _gemv_probe[(triton.cdiv(n, c["BLOCK_N"]),)](x, nw, w, y, n, k, 1e-5, **c)
+
+
+def reference(x, nw, w, norm: int) -> torch.Tensor:
+    if norm:  # eager's RMSNorm: fp32 statistics, rounded to the dtype, times the weight, rounded
+        xf = x.float()
+        x = ((xf * torch.rsqrt(xf.pow(2).mean() + 1e-5)).to(x.dtype) * nw).to(x.dtype)
+    return (w.double() @ x.double()).to(x.dtype)
 
 
 def main(argv=None) -> int:
@@ -101,6 +129,8 @@ def main(argv=None) -> int:
     p.add_argument("--compile-only", action="store_true")
     p.add_argument("--shard", default="0/1")
     p.add_argument("--tiny", action="store_true")
+    p.add_argument("--linears", nargs="+", default=None)
+    p.add_argument("--norms", nargs="+", type=int, default=[0], help="0: none, 1: two-pass prologue, 2: one tile")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
@@ -110,17 +140,21 @@ def main(argv=None) -> int:
     torch.manual_seed(0)
     records = []
     for lin, (n, k) in shapes.items():
-        cfgs = configs(k)[i::n_shards] if device == "cuda" else [dict(BLOCK_N=4, BLOCK_K=32, ACC1D=a, PREFETCH=pf,
-                                                                      num_warps=4, num_stages=1)
-                                                                 for a in (False, True) for pf in (False, True)]
+        if args.linears and lin not in args.linears:
+            continue
+        cfgs = configs(k, args.norms)[i::n_shards] if device == "cuda" else [
+            dict(BLOCK_N=4, BLOCK_K=bk, ACC1D=a, PREFETCH=pf, NORM=nm, num_warps=4, num_stages=1)
+            for a in (False, True) for pf in (False, True) for nm in args.norms for bk in (32, k)
+            if nm < 2 or bk >= k]
         nbytes = n * k * torch.finfo(dtype).bits // 8
         calls = 2 if args.tiny else max(4, math.ceil(3 * L2_BYTES / nbytes))
         ws = [torch.randn(n, k, device=device, dtype=dtype) * k**-0.5 for _ in range(calls)]
         x = torch.randn(k, device=device, dtype=dtype)
+        nw = torch.rand(k, device=device, dtype=dtype) + 0.5
         y = torch.empty(n, device=device, dtype=dtype)
-        expected = (ws[0].double() @ x.double()).to(dtype)
         for c in cfgs:
-            launch(x, ws[0], y, c)
+            launch(x, nw, ws[0], y, c)
+            expected = reference(x, nw, ws[0], c["NORM"])
             err = (y.double() - expected.double()).abs().max().item()
             if err > 0.05 * expected.double().abs().max().item():
                 raise AssertionError(f"{lin} {name(c)}: max error {err}")
@@ -128,16 +162,16 @@ def main(argv=None) -> int:
             continue
         rows = []
         for c in cfgs:
-            us = per_call_ms(lambda c=c: [launch(x, w, y, c) for w in ws], device, calls=1) * 1e3 / calls
+            us = per_call_ms(lambda c=c: [launch(x, nw, w, y, c) for w in ws], device, calls=1) * 1e3 / calls
             rows.append(dict(linear=lin, config=name(c), us=round(us, 2), tb_s=round(nbytes / us / 1e6, 3), **c))
         floor = per_call_ms(lambda: [read(w) for w in ws], device, calls=1) * 1e3 / calls
         rows.append(dict(linear=lin, config="read", us=round(floor, 2), tb_s=round(nbytes / floor / 1e6, 3)))
         rows.sort(key=lambda r: r["us"])
         records += rows
-        best = {d: next((r for r in rows if r.get("ACC1D") == d), None) for d in (False, True)}
-        print(f"[design] {lin} N={n} K={k} ({nbytes / 1e6:.1f} MB): read {floor * 1e3 / 1e3:.2f} us; "
-              f"acc2d best {best[False]['config']} {best[False]['us']} us; acc1d best {best[True]['config']} "
-              f"{best[True]['us']} us", flush=True)
+        print(f"[design] {lin} N={n} K={k} ({nbytes / 1e6:.1f} MB): read {floor:.2f} us", flush=True)
+        for key in sorted({(r["NORM"], r["ACC1D"]) for r in rows if "NORM" in r}):
+            best = next(r for r in rows if (r.get("NORM"), r.get("ACC1D")) == key)
+            print(f"    best of {key}: {best['config']:36s} {best['us']:8.2f} us", flush=True)
         for r in rows[:6]:
             print(f"    {r['config']:36s} {r['us']:8.2f} us  {r['tb_s']:.3f} TB/s", flush=True)
     if args.compile_only:
