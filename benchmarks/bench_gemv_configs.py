@@ -50,13 +50,31 @@ def sweep_configs() -> list[dict]:
     """The autotuner's M = 1 configs (both loops) and the extra tiles, as ``gemv._launch`` config dicts."""
     out = [dict(**c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages)
            for c in gemv._configs(dot=False, prefetch=True)]
-    out += [dict(BLOCK_N=n, BLOCK_K=k, PREFETCH=p, num_warps=w, num_stages=s)
-            for p in (False, True) for n, k, w, s in EXTRA_SHAPES]
+    out += [dict(BLOCK_N=n, BLOCK_K=k, PREFETCH=p, ACC1D=a, num_warps=w, num_stages=s)
+            for p, a in ((False, False), (True, False), (True, True)) for n, k, w, s in EXTRA_SHAPES]
     return out
 
 
+def table_entry(name: str, cfg: dict) -> list[dict]:
+    """``gemv_table``'s config for this linear of this model on this GPU, as a one-element list (or none)."""
+    from fusion_passes.kernels import gemv_table
+
+    h, f = cfg["hidden_size"], cfg["intermediate_size"]
+    kv = cfg["num_key_value_heads"] * h // cfg["num_attention_heads"]
+    form, k, ns = {"qkv": ("rope", h, (h, kv, kv)), "qkv_kv": ("kv", h, (h, kv, kv)), "o": ("res", h, (h, 0, 0)),
+                   "gate_up": ("silu", h, (f, f, 0)), "down": ("res", f, (h, 0, 0)),
+                   "lm_head": ("cat", h, (cfg["vocab_size"], 0, 0))}[name]
+    entry = gemv_table.TABLE.get((torch.cuda.get_device_name(), form, k, *ns))
+    if entry is None:
+        return []
+    n, bk, prefetch, warps, stages, *acc1d = entry
+    return [dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=prefetch, ACC1D=bool(acc1d and acc1d[0]), num_warps=warps,
+                 num_stages=stages)]
+
+
 def config_name(c: dict) -> str:
-    return "N{BLOCK_N} K{BLOCK_K} w{num_warps} s{num_stages}{p}".format(**c, p=" prefetch" * c["PREFETCH"])
+    return "N{BLOCK_N} K{BLOCK_K} w{num_warps} s{num_stages}{p}{a}".format(
+        **c, p=" prefetch" * c["PREFETCH"], a=" acc1d" * c.get("ACC1D", False))
 
 
 def linear_calls(name: str, cfg: dict, device, dtype, copies: int | None = None):
@@ -102,6 +120,8 @@ def main(argv=None) -> int:
     p.add_argument("--model", default="llama-1b", choices=sorted(CONFIGS))
     p.add_argument("--linears", nargs="+", default=list(LINEARS), choices=LINEARS)
     p.add_argument("--compile-only", action="store_true")
+    p.add_argument("--acc1d-only", action="store_true",
+                   help="only the configs reducing each tile, and gemv_table's entry for each linear to compare")
     p.add_argument("--shard", default="0/1", help="i/n: this process takes every n-th config from the i-th")
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--out", default=None)
@@ -120,6 +140,8 @@ def main(argv=None) -> int:
     records = []
     for name in args.linears:
         nbytes, calls, launch = linear_calls(name, cfg, device, dtype, copies=2 if args.tiny else None)
+        if args.acc1d_only and device == "cuda":
+            configs = [c for c in sweep_configs() if c.get("ACC1D")][i::n] + table_entry(name, cfg)
         if args.compile_only:
             for c in configs:
                 launch(c)

@@ -54,6 +54,7 @@ __all__ = ["decode_gemv", "decode_gemv_kv_write", "reference", "write_cache_refe
 HAS_TRITON = triton is not None
 MAX_ROWS = 16  # the kernel's largest M: one 16-row tile (decode of up to 16 sequences)
 PREFETCH = True  # M = 1: the autotuner may pick the loop that loads the next K tile early (see _configs)
+ACC1D_INTERPRETED = False  # the interpreter's one config: the tests run it both ways
 
 
 if triton is not None:
@@ -78,8 +79,17 @@ if triton is not None:
                 (32, 256, 8, 2), (32, 512, 8, 2), (64, 128, 4, 3), (64, 256, 8, 2), (128, 128, 8, 3),
             ]  # fmt: skip
         forms = (False, True) if prefetch and not dot else (False,)
-        return [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": p}, num_warps=w, num_stages=s)
-                for p in forms for n, k, w, s in shapes]
+        configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": p, "ACC1D": False}, num_warps=w,
+                                 num_stages=s) for p in forms for n, k, w, s in shapes]
+        if prefetch and not dot:
+            # the prefetching loop reducing each tile as it goes: with one tile's registers per program, more
+            # programs fit on an SM; with the norm prologue it reads within 1-8 % of a plain read of the same
+            # weights on the H200 (logs/s12_run5/gemv_design_norm.json)
+            configs += [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": True, "ACC1D": True}, num_warps=w,
+                                      num_stages=s)
+                        for n, k, w, s in ((2, 1024, 4, 1), (4, 1024, 4, 1), (8, 1024, 4, 1), (4, 1024, 4, 2),
+                                           (8, 1024, 4, 2), (2, 2048, 8, 2), (4, 2048, 8, 2))]
+        return configs
 
     @triton.jit
     def _load_tile(X, w_rows, w_rows2, rm, m_ok, n_ok, k0, K, stride_x, TWO: tl.constexpr, BLOCK_K: tl.constexpr):
@@ -171,6 +181,7 @@ if triton is not None:
         BLOCK_N: tl.constexpr,
         BLOCK_K: tl.constexpr,
         PREFETCH: tl.constexpr,  # M = 1 only: load the next K tile while reducing this one
+        ACC1D: tl.constexpr,  # M = 1 only: reduce each tile into [BLOCK_N] (registers for one tile, not two)
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
     ):
         T = X.dtype.element_ty
@@ -223,15 +234,27 @@ if triton is not None:
         if PREFETCH:  # the first weight tile is requested before the norm prologue, so HBM starts streaming at once
             x, w, u = _load_tile(X, w_rows, w_rows2, rm, m_ok, n_ok, 0, K, stride_x, TWO, BLOCK_K)
         if HAS_NORM:  # per-row 1/rms over the whole row (the row is small and L2-resident)
-            ss = tl.zeros([BLOCK_M], dtype=tl.float32)
+            if BLOCK_M == 1:  # squares summed per lane, one cross-warp reduction at the end (not one per tile)
+                ss1 = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
+            else:
+                ss = tl.zeros([BLOCK_M], dtype=tl.float32)
             for k0 in range(0, K, BLOCK_K):
                 rk = k0 + tl.arange(0, BLOCK_K)
                 xk = tl.load(X + rm[:, None] * stride_x + rk[None, :], mask=m_ok[:, None] & (rk[None, :] < K), other=0.0)
                 xk = xk.to(tl.float32)
-                ss += tl.sum(xk * xk, axis=1)
+                if BLOCK_M == 1:
+                    ss1 += xk * xk
+                else:
+                    ss += tl.sum(xk * xk, axis=1)
+            if BLOCK_M == 1:
+                ss = tl.sum(ss1, axis=1)
             rstd = tl.rsqrt(ss / K + eps)
 
-        if BLOCK_M == 1:
+        if BLOCK_M == 1 and ACC1D:
+            acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+            if TWO:
+                acc_u = tl.zeros([BLOCK_N], dtype=tl.float32)
+        elif BLOCK_M == 1:
             acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
             if TWO:
                 acc_u = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
@@ -256,7 +279,12 @@ if triton is not None:
                 if NORM_OFFSET:
                     nw = nw + norm_offset
                 x = (xf * nw[None, :]).to(T)
-            if BLOCK_M == 1:
+            if BLOCK_M == 1 and ACC1D:
+                xr = x.to(tl.float32)
+                acc += tl.sum(w.to(tl.float32) * xr, axis=1)
+                if TWO:
+                    acc_u += tl.sum(u.to(tl.float32) * xr, axis=1)
+            elif BLOCK_M == 1:
                 xr = x.to(tl.float32)  # [1, BLOCK_K] broadcasts over the BLOCK_N weight rows
                 acc += w.to(tl.float32) * xr
                 if TWO:
@@ -268,7 +296,11 @@ if triton is not None:
             if PREFETCH:
                 x, w, u = x_nxt, w_nxt, u_nxt
 
-        if BLOCK_M == 1:
+        if BLOCK_M == 1 and ACC1D:
+            y = acc[None, :]
+            if TWO:
+                y_u = acc_u[None, :]
+        elif BLOCK_M == 1:
             y = tl.sum(acc, axis=1)[None, :]
             if TWO:
                 y_u = tl.sum(acc_u, axis=1)[None, :]
@@ -319,10 +351,11 @@ if triton is not None:
 
 @functools.lru_cache(maxsize=None)
 def _fixed_kernel(entry: tuple):
-    """The kernel with one config, ``gemv_table``'s (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages): an
-    autotuner of one config, which Inductor launches without timing anything."""
-    n, bk, prefetch, warps, stages = entry
-    config = triton.Config({"BLOCK_N": n, "BLOCK_K": bk, "PREFETCH": prefetch}, num_warps=warps, num_stages=stages)
+    """The kernel with one config, ``gemv_table``'s (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages[, ACC1D]):
+    an autotuner of one config, which Inductor launches without timing anything."""
+    n, bk, prefetch, warps, stages, *acc1d = entry
+    config = triton.Config({"BLOCK_N": n, "BLOCK_K": bk, "PREFETCH": prefetch, "ACC1D": bool(acc1d and acc1d[0])},
+                           num_warps=warps, num_stages=stages)
     return triton.autotune(configs=[config], key=_KEY)(_gemv_kernel)
 
 
@@ -393,9 +426,9 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
     )  # fmt: skip
     if config is None and INTERPRETED and x.device.type != "cuda":
         config = dict(BLOCK_N=16, BLOCK_K=64, PREFETCH=(PREFETCH if prefetch is None else prefetch)
-                      and meta["BLOCK_M"] == 1, num_warps=4)
+                      and meta["BLOCK_M"] == 1, ACC1D=ACC1D_INTERPRETED, num_warps=4)
     if config is not None:
-        _gemv_kernel[grid(config)](*args, **meta, **config)
+        _gemv_kernel[grid(config)](*args, **meta, **{"ACC1D": False, **config})
     else:
         kernel = _gemv_m16 if meta["BLOCK_M"] > 1 else _m1_kernel(x.device, meta, k, n0, n1, n2, prefetch)
         wrap_triton(kernel)[grid](*args, **meta)

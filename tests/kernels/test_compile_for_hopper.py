@@ -64,9 +64,10 @@ def gemv_types(dtype: str) -> dict:
             "eps": "fp32", "norm_offset": "fp32"}
 
 
-@pytest.mark.parametrize("block_m, prefetch", [(1, False), (1, True), (16, False)])
+@pytest.mark.parametrize("block_m, prefetch, acc1d", [(1, False, False), (1, True, False), (1, True, True),
+                                                     (16, False, False)])
 @pytest.mark.parametrize("mode", sorted(GEMV_MODES))
-def test_decode_gemv_compiles(mode, block_m, prefetch):
+def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d):
     concat, norm, silu, res, rope, cache_mask = GEMV_MODES[mode]
     types = gemv_types("bf16")
     if norm:
@@ -80,7 +81,7 @@ def test_decode_gemv_compiles(mode, block_m, prefetch):
     asm = compile_for_hopper(gemv._gemv_kernel, types, dict(
         CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res, ROPE=rope,
         CACHE_MASK=cache_mask, IDX_BASE=mode.endswith("index_base"), BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256,
-        PREFETCH=prefetch), num_warps=4,
+        PREFETCH=prefetch, ACC1D=acc1d), num_warps=4,
         num_stages=3, aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
     assert "cubin" in asm and ".target sm_90" in asm["ptx"]
     if block_m > 1:  # Triton pipelines the loads that feed tl.dot through shared memory
@@ -92,7 +93,8 @@ def test_decode_gemv_compiles(mode, block_m, prefetch):
     if prefetch:  # the next K tile is in flight while this one is reduced: twice the weight loads in the loop body
         plain = compile_for_hopper(gemv._gemv_kernel, types, dict(
             CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res,
-            ROPE=rope, CACHE_MASK=cache_mask, BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256, PREFETCH=False),
+            ROPE=rope, CACHE_MASK=cache_mask, BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256, PREFETCH=False,
+            ACC1D=acc1d),
             num_warps=4, num_stages=3,
             aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
         assert len(weight_loads) == 2 * len(re.findall(r"ld\.global\.L1::evict_first\S*", plain["ptx"]))

@@ -72,6 +72,17 @@ def test_kernel_without_prefetch(case, dtype, monkeypatch):
     _check_kernel(case, 1, dtype, CASES[case][1] != "res")
 
 
+@kernel_test
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("norm", [True, False])
+def test_kernel_reducing_each_tile(case, dtype, norm, monkeypatch):
+    """The M = 1 loop that reduces each tile into [BLOCK_N] (ACC1D) computes the same, with the norm prologue's
+    squares summed per lane."""
+    monkeypatch.setattr(gemv, "ACC1D_INTERPRETED", True)
+    _check_kernel(case, 1, dtype, norm)
+
+
 def _check_kernel(case, rows, dtype, norm):
     if DEVICE == "cpu" and dtype == torch.bfloat16 and rows > 1:
         pytest.skip("the interpreter's bf16 tl.dot is wrong; covered on GPU")
@@ -237,7 +248,8 @@ def _meta(form: str) -> dict:
 
 def _one_config(kernel) -> tuple:
     [c] = kernel.configs
-    return (c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.kwargs["PREFETCH"], c.num_warps, c.num_stages)
+    acc1d = (c.kwargs["ACC1D"],) if c.kwargs["ACC1D"] else ()  # the table's entries name it only when set
+    return (c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.kwargs["PREFETCH"], c.num_warps, c.num_stages, *acc1d)
 
 
 @pytest.mark.skipif(not gemv.HAS_TRITON or gemv.INTERPRETED, reason="inspects the autotuners of the compiled kernel")
@@ -254,7 +266,7 @@ def test_m1_launch_runs_the_measured_config_of_its_device_and_shape(monkeypatch)
         assert gemv._m1_kernel(cuda, _meta(form), k + 64, n0, n1, n2, None) is (
             gemv._fixed_kernel(gemv_table.KV_FALLBACK) if form == "kv" else gemv._gemv_m1[gemv.PREFETCH])
         monkeypatch.setattr(gemv, "_device_name", lambda _: "NVIDIA A100-SXM4-80GB")
-        assert len(gemv._m1_kernel(cuda, _meta(form), k, n0, n1, n2, None).configs) == (1 if form == "kv" else 32)
+        assert len(gemv._m1_kernel(cuda, _meta(form), k, n0, n1, n2, None).configs) == (1 if form == "kv" else 39)
     monkeypatch.setattr(gemv, "_device_name", lambda _: "NVIDIA H200")
     assert gemv._m1_kernel(cuda, _meta("silu"), 2048, 8192, 8192, 0, False) is gemv._gemv_m1[False]
     assert _one_config(gemv._m1_kernel(cuda, _meta("kv"), 2048, 2048, 512, 512, False)) == gemv_table.KV_FALLBACK
@@ -270,21 +282,23 @@ def test_table_entries_are_launchable_tiles():
     """Powers of two the kernel's aranges accept; BLOCK_K no longer than K (a tile past K only loads zeros)."""
     from fusion_passes.kernels import gemv_table
 
-    for (_, form, k, *_), (n, bk, prefetch, warps, stages) in [*gemv_table.TABLE.items(),
-                                                              (("", "kv", 2048), gemv_table.KV_FALLBACK)]:
+    for (_, form, k, *_), (n, bk, prefetch, warps, stages, *acc1d) in [
+            *gemv_table.TABLE.items(), (("", "kv", 2048), gemv_table.KV_FALLBACK)]:
         assert form in ("rope", "kv", "res", "silu", "cat")
         for v in (n, bk, warps):
             assert v & (v - 1) == 0
         assert bk <= k and isinstance(prefetch, bool) and 1 <= stages <= 4
+        assert acc1d in ([], [True], [False])
 
 
 @pytest.mark.skipif(not gemv.HAS_TRITON or gemv.INTERPRETED, reason="inspects the autotuners of the compiled kernel")
 def test_autotuner_offers_both_m1_loops_and_the_plain_one_alone():
-    """Neither M = 1 loop won on every H200 shape, so the default autotuner gets both; the dot tile gets none."""
+    """Neither M = 1 loop won on every H200 shape, so the default autotuner gets both, and the prefetching loop
+    also reducing each tile; the dot tile gets none."""
     def forms(tuner):
-        return {c.kwargs["PREFETCH"] for c in tuner.configs}
+        return {(c.kwargs["PREFETCH"], c.kwargs["ACC1D"]) for c in tuner.configs}
 
-    assert forms(gemv._gemv_m1[True]) == {False, True}
-    assert forms(gemv._gemv_m1[False]) == {False}
-    assert forms(gemv._gemv_m16) == {False}
-    assert len(gemv._gemv_m1[True].configs) == 2 * len(gemv._gemv_m1[False].configs)
+    assert forms(gemv._gemv_m1[True]) == {(False, False), (True, False), (True, True)}
+    assert forms(gemv._gemv_m1[False]) == {(False, False)}
+    assert forms(gemv._gemv_m16) == {(False, False)}
+    assert len(gemv._gemv_m1[True].configs) == 2 * len(gemv._gemv_m1[False].configs) + 7
