@@ -5,8 +5,9 @@ model's linears), so its pick is not always the fastest in a decode step, where 
 it also compiles and times every config, and for the cache-writing form it clones both KV caches before each
 timing, which drowns the difference it measures. ``benchmarks/bench_gemv_configs.py`` times every config with the
 weights streamed from HBM; its fastest per linear are below (``logs/s9_run2/configs_*.log``, H200: in-step time
-per layer 43.9 us for the 1B shapes against 46.1 us for the autotuner's picks; the lm_heads from
-``logs/s12_run3/gemv_configs_lm_head_*.json``).
+per layer 43.9 us for the 1B shapes against 46.1 us for the autotuner's picks). Session 12 re-timed every entry
+against the loop that reduces each tile (ACC1D) and added the lm_heads; where an ACC1D config won, the comment
+gives it against the previous entry (``logs/s12_run6/gemv_configs_acc1d_*.json``).
 
 Shapes not listed here (other models, other GPUs) are autotuned as before, except the cache-writing form, which
 always runs a fixed config (``KV_FALLBACK``). ``FUSION_PASSES_GEMV_TABLE=off`` autotunes listed shapes too.
@@ -19,24 +20,24 @@ from typing import Optional
 POLICY_ENV = "FUSION_PASSES_GEMV_TABLE"
 POLICIES = ("on", "off")
 
-# (device name, form, K, N0, N1, N2) -> (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages).
+# (device name, form, K, N0, N1, N2) -> (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages[, ACC1D]).
 # form: "rope" (norm + q/k/v, q and k rotated), "kv" (the same + k/v cache stores), "res" (+ residual),
 # "silu" (norm + silu(gate) * up), "cat" (concatenated outputs).
 TABLE = {
     # llama-1b (hidden 2048, 32 heads, 8 KV heads of 64, FFN 8192)
-    ("NVIDIA H200", "rope", 2048, 2048, 512, 512): (4, 1024, False, 4, 2),
+    ("NVIDIA H200", "rope", 2048, 2048, 512, 512): (2, 1024, True, 4, 1, True),  # 5.95 vs 6.25 us
     ("NVIDIA H200", "kv", 2048, 2048, 512, 512): (4, 1024, False, 4, 3),
     ("NVIDIA H200", "res", 2048, 2048, 0, 0): (2, 1024, False, 4, 2),
-    ("NVIDIA H200", "silu", 2048, 8192, 8192, 0): (2, 1024, False, 4, 2),
+    ("NVIDIA H200", "silu", 2048, 8192, 8192, 0): (2, 1024, True, 4, 1, True),  # 19.47 vs 20.42 us
     ("NVIDIA H200", "res", 8192, 2048, 0, 0): (4, 1024, True, 8, 2),
-    ("NVIDIA H200", "cat", 2048, 128256, 0, 0): (16, 256, False, 4, 3),  # lm_head: 131.3 us vs the pick's 138.4
+    ("NVIDIA H200", "cat", 2048, 128256, 0, 0): (4, 1024, True, 4, 2, True),  # lm_head: 118.7 vs 121.3 us
     # llama-8b (hidden 4096, 32 heads, 8 KV heads of 128, FFN 14336)
     ("NVIDIA H200", "rope", 4096, 4096, 1024, 1024): (4, 1024, True, 4, 2),
     ("NVIDIA H200", "kv", 4096, 4096, 1024, 1024): (8, 512, False, 4, 3),
-    ("NVIDIA H200", "res", 4096, 4096, 0, 0): (4, 1024, True, 4, 3),
-    ("NVIDIA H200", "silu", 4096, 14336, 14336, 0): (4, 1024, False, 4, 2),
+    ("NVIDIA H200", "res", 4096, 4096, 0, 0): (4, 1024, True, 4, 1, True),  # 10.97 vs 11.19 us
+    ("NVIDIA H200", "silu", 4096, 14336, 14336, 0): (2, 1024, True, 4, 1, True),  # 57.3 vs 60.3 us
     ("NVIDIA H200", "res", 14336, 4096, 0, 0): (4, 1024, True, 4, 3),
-    ("NVIDIA H200", "cat", 4096, 128256, 0, 0): (4, 1024, True, 4, 2),  # lm_head: the autotuner's pick, untimed
+    ("NVIDIA H200", "cat", 4096, 128256, 0, 0): (4, 2048, True, 4, 2, True),  # lm_head: 237.7 vs 252.0 us
 }  # fmt: skip
 
 # The cache-writing form's config where the table has none (the 1B q/k/v shape's runner-up, within 0.1 us).
