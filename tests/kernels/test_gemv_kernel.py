@@ -79,7 +79,8 @@ def test_kernel_without_prefetch(case, dtype, monkeypatch):
 def test_kernel_reducing_each_tile(case, dtype, norm, monkeypatch):
     """The M = 1 loop that reduces each tile into [BLOCK_N] (ACC1D) computes the same, with the norm prologue's
     squares summed per lane."""
-    monkeypatch.setattr(gemv, "ACC1D_INTERPRETED", True)
+    monkeypatch.setattr(gemv, "ACC1D_INTERPRETED", True)  # the interpreter's config
+    monkeypatch.setattr(gemv, "_m1_kernel", lambda *a: gemv._fixed_kernel((16, 64, True, 4, 2, True)))  # on CUDA
     _check_kernel(case, 1, dtype, norm)
 
 
