@@ -13,6 +13,8 @@
 #   bash benchmarks/run_gpu.sh prefill8b   # llama-8b-shaped prefill 2048, batch 1
 #   bash benchmarks/run_gpu.sh prefill_b8  # llama-1b prefill 512/2048 at batch 8 without CUDA graphs
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
+#                                          vs a kernel that only reads the same weights
+#   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
 #   bash benchmarks/run_gpu.sh overhead  # a decode step's host time vs GPU-busy time, stock vs ours
 #   bash benchmarks/run_gpu.sh decode_rope  # llama-1b decode: stock vs ours (RoPE epilogue on, the default) vs ours without it
 #   bash benchmarks/run_gpu.sh prefill8b_cg sdpa|eager  # llama-8b prefill 512/2048 at batch 1 and 8 with CUDA graphs
@@ -172,9 +174,18 @@ case "${1:-}" in
     timeout 240 python3 benchmarks/bench_gemv_configs.py --model "${2:-llama-1b}" \
       --out "$OUT/gemv_configs_${2:-llama-1b}.json" 2>&1 | grep -v Warn | tail -40 ;;
   chain)
-    python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -12 ;;
+    python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch read --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -16 ;;
+  design)  # compiles in 8 processes first, then one process times (logs/s12_run4, s12_run5)
+    for i in 0 1 2 3 4 5 6 7; do
+      timeout 200 python3 benchmarks/probe_gemv_design.py --norms 0 1 2 --compile-only --shard $i/8 > /dev/null 2>&1 &
+    done
+    wait
+    timeout 300 python3 benchmarks/probe_gemv_design.py --norms 0 1 2 --out "$OUT/gemv_design.json" 2>&1 | grep -v Warn \
+      | grep -A3 "design\|best" | head -80 ;;
+  diag_generate)  # how HF generate's compiled graphs run (static graphs, dynamic=False)
+    timeout 400 python3 benchmarks/diag_generate_graphs.py 2>&1 | grep -v -i warn | tail -60 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate" >&2
      exit 2 ;;
 esac

@@ -40,6 +40,15 @@ TABLE = {
     ("NVIDIA H200", "cat", 4096, 128256, 0, 0): (4, 2048, True, 4, 2, True),  # lm_head: 237.7 vs 252.0 us
 }  # fmt: skip
 
+# M = 1 shapes of 128 MiB of weights and more, where cuBLAS used to be faster (``patterns.decode_gemv`` leaves such
+# weights to it) but the table's config measured faster on this device: (ours, cuBLAS) in us per call with the
+# weights streamed from HBM (ours: logs/s12_run6/gemv_configs_acc1d_*.json; cuBLAS: gemv_h200_torch2.11.0.json).
+BEATS_CUBLAS = {
+    ("NVIDIA H200", "cat", 2048, 128256, 0, 0): (118.7, 126.0),  # llama-1b lm_head (+ the final norm folded)
+    ("NVIDIA H200", "silu", 4096, 14336, 14336, 0): (57.3, 61.0),  # llama-8b gate/up (+ norm, silu * mul)
+    ("NVIDIA H200", "cat", 4096, 128256, 0, 0): (237.7, 247.7),  # llama-8b lm_head
+}
+
 # The cache-writing form's config where the table has none (the 1B q/k/v shape's runner-up, within 0.1 us).
 KV_FALLBACK = (4, 1024, False, 4, 2)
 
@@ -59,6 +68,11 @@ def form(meta: dict) -> str:
     if meta["HAS_RES"]:
         return "res"
     return "rope" if meta["ROPE"] else "cat"
+
+
+def beats_cublas(device_name: str, form: str, k: int, n0: int, n1: int, n2: int) -> bool:
+    """A large M = 1 shape where the table's config measured faster than cuBLAS on this device (table on)."""
+    return policy() == "on" and (device_name, form, k, n0, n1, n2) in BEATS_CUBLAS
 
 
 def lookup(device_name: str, meta: dict, k: int, n0: int, n1: int, n2: int) -> Optional[tuple]:

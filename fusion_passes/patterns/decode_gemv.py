@@ -47,7 +47,8 @@ for tests); weights are distinct 2-D contiguous graph inputs of the activation's
 constants, not mutated), K static; every intermediate it absorbs (normalised input, GEMM outputs, silu) has
 no other user; biases only where outputs are concatenated (added back in the graph); autograd is off.
 Above 16 rows the linears are left to cuBLAS and ``qkv_packing``; so are the shapes where our GEMV measured
-slower than cuBLAS (see ``HUGE_WEIGHT_BYTES`` / ``BATCHED_MAX_WEIGHT_BYTES``).
+slower than cuBLAS (see ``HUGE_WEIGHT_BYTES`` / ``BATCHED_MAX_WEIGHT_BYTES``; ``gemv_table.BEATS_CUBLAS`` lists the
+large M = 1 shapes measured faster on a given GPU, which are fused there).
 """
 
 from __future__ import annotations
@@ -176,16 +177,23 @@ def _through_reshape(node: fx.Node) -> fx.Node:
 # Where our GEMV measured slower than cuBLAS on the H200 (benchmarks/results/gemv_h200_torch2.11.0.json, per call
 # under CUDA graphs), the linears are left to cuBLAS even though the fused norm / epilogue would save a small kernel:
 # - 128 MiB of weights and more: the 128K-row lm_head (525 MB in Llama-1B: 136 vs 126 us at M = 1, 160 vs 129 at
-#   M = 8) and the 8B gate/up pair (235 MB: 68 vs 61 us); below it ours won at M = 1 (8B down, 117 MB: 30.1 vs 31.5);
+#   M = 8) and the 8B gate/up pair (235 MB: 68 vs 61 us); below it ours won at M = 1 (8B down, 117 MB: 30.1 vs 31.5).
+#   Except at M = 1 for the shapes gemv_table.BEATS_CUBLAS lists for this GPU: since the per-tile reduction
+#   (ACC1D, session 12) those measured faster than cuBLAS (1B lm_head 118.7 vs 126.0 us);
 # - at M = 2..16 (the 16-row tl.dot tile) every weight above ~16 MB: down 12.5 vs 9.1 us, 8B o 11.8 vs 8.9 us,
 #   8B gate/up 73 vs 60 us; below it ours wins or ties (q/k/v 9.7 vs 14.9 us, o 6.3 vs 5.1 us + the add saved).
 HUGE_WEIGHT_BYTES = 128 << 20
 BATCHED_MAX_WEIGHT_BYTES = 16 << 20
 
 
-def _check_measured_faster(m: int, lins: list[linears.Linear]) -> None:
+def _check_measured_faster(m: int, lins: list[linears.Linear], form: str) -> None:
+    """``form``: the GEMV's ``gemv_table`` form ("cat", "silu" or "res"; rope and the cache write only add
+    epilogues to "cat", whose entries are the q/k/v shapes, far below the size limit)."""
     weight_bytes = sum(graph_utils.tensor_bytes(lin.weight) for lin in lins)
-    if weight_bytes >= HUGE_WEIGHT_BYTES:
+    widths = ([lin.width for lin in lins] + [0, 0])[:3]
+    if weight_bytes >= HUGE_WEIGHT_BYTES and not (
+            m == 1 and gemv_table.beats_cublas(gemv._device_name(val(lins[0].weight).device), form, lins[0].k,
+                                               *widths)):
         raise _NoMatch(f"left to cuBLAS: {weight_bytes >> 20} MiB of weights, where our GEMV measured 7-11% slower "
                        f"(>= {HUGE_WEIGHT_BYTES >> 20} MiB: a 128K-vocabulary lm_head, an 8B-sized gate/up)")
     if m > 1 and weight_bytes > BATCHED_MAX_WEIGHT_BYTES:
@@ -212,7 +220,7 @@ def _fuse_residual(graph: fx.Graph, mm: fx.Node, ctx) -> None:
         raise _NoMatch(f"residual add not fused into the GEMV: it mixes {dtype_of(residual)} and {dtype_of(mm)}")
     lin = _linear(mm)
     m, n = val(mm).shape
-    _check_measured_faster(m, [lin])
+    _check_measured_faster(m, [lin], "res")
     fake = linears.FakeEval(val(add))
     with graph.inserting_before(add):
         res2 = fake.call(graph, aten.reshape.default, residual, [m, n])
@@ -257,7 +265,7 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx, tables: dict) -> None:
         if any(lin.bias is not None for lin in lins):
             silu = None
     m, k = val(lins[0].x2).shape
-    _check_measured_faster(m, lins)
+    _check_measured_faster(m, lins, "silu" if silu is not None else "cat")
     rope = _rope_epilogue(lins, m, ctx) if silu is None and len(lins) >= 2 and rope_policy() == "on" else None
     chains = []
     if rope is not None:

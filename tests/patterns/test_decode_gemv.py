@@ -323,10 +323,38 @@ def test_shapes_measured_slower_than_cublas_are_declined(rows, mib, fused):
     node.meta["val"] = w
     lin = decode_gemv.linears.Linear(mm=None, x2=None, weight=node, bias=None, width=w.shape[0], k=2048)
     if fused:
-        decode_gemv._check_measured_faster(rows, [lin])
+        decode_gemv._check_measured_faster(rows, [lin], "cat")
     else:
         with pytest.raises(decode_gemv._NoMatch, match="left to cuBLAS"):
-            decode_gemv._check_measured_faster(rows, [lin])
+            decode_gemv._check_measured_faster(rows, [lin], "cat")
+
+
+@pytest.mark.parametrize("device, rows, table, form, fused", [
+    ("NVIDIA H200", 1, "on", "cat", True),
+    ("NVIDIA H200", 8, "on", "cat", False),  # measured at M = 1 only
+    ("NVIDIA H200", 1, "off", "cat", False),  # the table off: the size rule alone
+    ("NVIDIA H200", 1, "on", "res", False),  # another form of the same shape was not measured
+    ("NVIDIA A100-SXM4-80GB", 1, "on", "cat", False),
+])
+def test_large_shapes_measured_faster_on_their_gpu_are_fused(monkeypatch, device, rows, table, form, fused):
+    """A 128K-vocabulary lm_head (525 MB) goes to our GEMV only where gemv_table.BEATS_CUBLAS lists its exact
+    shape and form for the GPU it compiles for, at M = 1."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from fusion_passes.kernels import gemv, gemv_table
+
+    monkeypatch.setattr(gemv, "_device_name", lambda _: device)
+    monkeypatch.setenv(gemv_table.POLICY_ENV, table)
+    with FakeTensorMode():
+        w = torch.empty(128256, 2048, dtype=torch.bfloat16)
+    node = torch.fx.Graph().placeholder("w")
+    node.meta["val"] = w
+    lin = decode_gemv.linears.Linear(mm=None, x2=None, weight=node, bias=None, width=128256, k=2048)
+    if fused:
+        decode_gemv._check_measured_faster(rows, [lin], form)
+    else:
+        with pytest.raises(decode_gemv._NoMatch, match="left to cuBLAS"):
+            decode_gemv._check_measured_faster(rows, [lin], form)
 
 
 def test_cuda_rewrite_traces_the_kernel_and_reads_the_weights_in_place():
