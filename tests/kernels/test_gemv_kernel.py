@@ -79,9 +79,14 @@ def test_kernel_without_prefetch(case, dtype, monkeypatch):
 def test_kernel_reducing_each_tile(case, dtype, norm, monkeypatch):
     """The M = 1 loop that reduces each tile into [BLOCK_N] (ACC1D) computes the same, with the norm prologue's
     squares summed per lane."""
-    monkeypatch.setattr(gemv, "ACC1D_INTERPRETED", True)  # the interpreter's config
-    monkeypatch.setattr(gemv, "_m1_kernel", lambda *a: gemv._fixed_kernel((16, 64, True, 4, 2, True)))  # on CUDA
+    _force_acc1d(monkeypatch)
     _check_kernel(case, 1, dtype, norm)
+
+
+def _force_acc1d(monkeypatch) -> None:
+    """Every M = 1 launch runs the ACC1D loop: the interpreter's one config, or one fixed config on CUDA."""
+    monkeypatch.setattr(gemv, "ACC1D_INTERPRETED", True)
+    monkeypatch.setattr(gemv, "_m1_kernel", lambda *a: gemv._fixed_kernel((16, 64, True, 4, 2, True)))
 
 
 def _check_kernel(case, rows, dtype, norm):
@@ -141,10 +146,16 @@ def _rope64(y, cos, sin, t):
 @pytest.mark.parametrize("rows", [1, 3])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("rope_weights, widths", [(2, (64, 32, 32)), (1, (48, 32)), (2, (32, 16))])
-def test_kernel_rope_epilogue(rows, dtype, rope_weights, widths):
-    """q/k rotated per head in the epilogue (each program owns column pairs j, j + 8 of 16-wide heads); v as is."""
+@pytest.mark.parametrize("acc1d", [False, True])
+def test_kernel_rope_epilogue(rows, dtype, rope_weights, widths, acc1d, monkeypatch):
+    """q/k rotated per head in the epilogue (each program owns column pairs j, j + 8 of 16-wide heads); v as is.
+    acc1d: the M = 1 loop reducing each tile (the H200 table's q/k/v config for the 1B shape)."""
     if DEVICE == "cpu" and dtype == torch.bfloat16 and rows > 1:
         pytest.skip("the interpreter's bf16 tl.dot is wrong; covered on GPU")
+    if acc1d:
+        if rows > 1:
+            pytest.skip("ACC1D is an M = 1 loop")
+        _force_acc1d(monkeypatch)
     torch.manual_seed(0)
     k, d = 96, 16
     x = torch.randn(rows, k, dtype=dtype, device=DEVICE)
@@ -174,12 +185,17 @@ def test_rope_needs_concatenated_head_multiples():
 @pytest.mark.parametrize("batch, seq, positions", [(1, 1, [5]), (2, 1, [0]), (1, 3, [2, 3, -1]), (2, 2, [6, 7])])
 @pytest.mark.parametrize("rope", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_kv_write_epilogue_stores_exactly_the_heads(batch, seq, positions, rope, dtype):
+@pytest.mark.parametrize("acc1d", [False, True])
+def test_kv_write_epilogue_stores_exactly_the_heads(batch, seq, positions, rope, dtype, acc1d, monkeypatch):
     """decode_gemv_kv_write gives decode_gemv's output bit for bit and leaves in the K/V caches exactly what HF's
     ``cache.index_copy_(2, pos, heads)`` leaves (negative positions count from the end, as index_put's do);
     the q output and every other cache row are untouched."""
     if DEVICE == "cpu" and dtype == torch.bfloat16 and batch * seq > 1:
         pytest.skip("the interpreter's bf16 tl.dot is wrong; covered on GPU")
+    if acc1d:
+        if batch * seq > 1:
+            pytest.skip("ACC1D is an M = 1 loop")
+        _force_acc1d(monkeypatch)
     torch.manual_seed(0)
     k, d, heads, kv_heads, length = 64, 16, 4, 2, 8
     rows = batch * seq
@@ -206,11 +222,16 @@ def test_kv_write_epilogue_stores_exactly_the_heads(batch, seq, positions, rope,
 @kernel_test
 @pytest.mark.parametrize("batch, seq, base, shape", [(1, 1, 5, []), (2, 2, 6, [1]), (1, 3, -3, [])])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_kv_write_from_a_base_position(batch, seq, base, shape, dtype):
+@pytest.mark.parametrize("acc1d", [False, True])
+def test_kv_write_from_a_base_position(batch, seq, base, shape, dtype, acc1d, monkeypatch):
     """index_base: the positions are base + arange(S) (HF StaticCache's ``arange(S) + cumulative_length``); the
     caches end as they do with the positions given one by one, bit for bit."""
     if DEVICE == "cpu" and dtype == torch.bfloat16 and batch * seq > 1:
         pytest.skip("the interpreter's bf16 tl.dot is wrong; covered on GPU")
+    if acc1d:
+        if batch * seq > 1:
+            pytest.skip("ACC1D is an M = 1 loop")
+        _force_acc1d(monkeypatch)
     torch.manual_seed(0)
     k, d, heads, kv_heads, length = 64, 16, 4, 2, 8
     x = torch.randn(batch * seq, k, dtype=dtype, device=DEVICE)
