@@ -112,13 +112,31 @@ def test_prefill_kernels_bench_tiny_cpu(tmp_path):
     assert all(r["us"] > 0 and r["max_err"] < 1e-4 for r in recs)  # fp32 on CPU: the rewrites' ops match
 
 
+def test_gemv_design_probe_tiny_interpreted(tmp_path):
+    """Every accumulation and norm design of the probe's kernel runs (each checked against eager's math inside)
+    and is timed next to the read floor."""
+    import subprocess
+
+    out = tmp_path / "design.json"
+    script = Path(__file__).parent.parent / "benchmarks" / "probe_gemv_design.py"
+    run = subprocess.run([sys.executable, str(script), "--tiny", "--linears", "o", "--norms", "0", "1", "2", "--out",
+                          str(out)], env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    recs = json.loads(out.read_text())["records"]
+    assert {(r.get("NORM"), r.get("ACC1D"), r.get("PREFETCH")) for r in recs} == {
+        *((n, a, p) for n in (0, 1, 2) for a in (False, True) for p in (False, True)), (None, None, None)}
+    assert sum(r["config"] == "read" for r in recs) == 1 and all(r["us"] > 0 for r in recs)
+
+
 def test_gemv_chain_bench_tiny_cpu(tmp_path):
     import bench_gemv_chain
 
     out = tmp_path / "chain.json"
-    assert bench_gemv_chain.main(["--tiny", "--out", str(out), "--variants", "cublas", "ours", "ours-noprefetch"]) == 0
+    assert bench_gemv_chain.main(["--tiny", "--out", str(out), "--variants", "cublas", "ours", "ours-noprefetch",
+                                  "read"]) == 0
     recs = json.loads(out.read_text())["records"]
-    assert [r["variant"] for r in recs] == ["cublas", "ours", "ours-noprefetch"]
+    assert [r["variant"] for r in recs] == ["cublas", "ours", "ours-noprefetch", "read"]
     assert all(r["ms"] > 0 and r["weight_gb"] >= 0 for r in recs)
     assert bench_gemv_chain.weight_bytes(bench_gemv_chain.make_weights(bench_e2e.CONFIGS["tiny"], "cpu",
                                                                        torch.float32)) == 4 * (2 * (
