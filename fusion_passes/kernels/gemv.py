@@ -27,7 +27,9 @@ model dtype T where eager rounds it, so the result differs from eager's only by 
 Each program owns BLOCK_N output columns of one weight (with rope: BLOCK_N column pairs j, j + h of its heads,
 so the rotation stays inside the program) and streams those weight rows once (the decode step is
 bound by reading the weights from HBM); the norm prologue re-reads the M x K input, which stays in L2.
-M = 1 accumulates elementwise and reduces once at the end; 2 <= M <= 16 uses ``tl.dot`` on a 16-row tile.
+M = 1 accumulates elementwise into [BLOCK_N, BLOCK_K] and reduces once at the end, or (ACC1D) reduces each tile
+into [BLOCK_N] as it goes, which leaves registers for more programs per SM; 2 <= M <= 16 uses ``tl.dot`` on a
+16-row tile.
 Tile sizes are autotuned per shape.
 
 On CUDA the op launches through ``wrap_triton`` (Inductor emits the kernel in its generated code, CUDA graphs
