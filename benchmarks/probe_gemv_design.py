@@ -124,6 +124,17 @@ def reference(x, nw, w, norm: int) -> torch.Tensor:
     return (w.double() @ x.double()).to(x.dtype)
 
 
+def timed_us(fn, device: str) -> float:
+    """Microseconds per ``fn()``: replayed from a CUDA graph on GPU; off GPU (the interpreter: values only) one call."""
+    if device == "cuda":
+        return per_call_ms(fn, device, calls=1) * 1e3
+    import time
+
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1e6
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--compile-only", action="store_true")
@@ -162,9 +173,9 @@ def main(argv=None) -> int:
             continue
         rows = []
         for c in cfgs:
-            us = per_call_ms(lambda c=c: [launch(x, nw, w, y, c) for w in ws], device, calls=1) * 1e3 / calls
+            us = timed_us(lambda c=c: [launch(x, nw, w, y, c) for w in ws], device) / calls
             rows.append(dict(linear=lin, config=name(c), us=round(us, 2), tb_s=round(nbytes / us / 1e6, 3), **c))
-        floor = per_call_ms(lambda: [read(w) for w in ws], device, calls=1) * 1e3 / calls
+        floor = timed_us(lambda: [read(w) for w in ws], device) / calls
         rows.append(dict(linear=lin, config="read", us=round(floor, 2), tb_s=round(nbytes / floor / 1e6, 3)))
         rows.sort(key=lambda r: r["us"])
         records += rows
