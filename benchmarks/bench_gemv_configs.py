@@ -55,21 +55,22 @@ def sweep_configs() -> list[dict]:
     return out
 
 
+def linear_shape(name: str, cfg: dict) -> tuple[str, int, tuple]:
+    """(``gemv_table`` form, K, weight widths) of one decoder linear."""
+    h, f = cfg["hidden_size"], cfg["intermediate_size"]
+    kv = cfg["num_key_value_heads"] * h // cfg["num_attention_heads"]
+    return {"qkv": ("rope", h, (h, kv, kv)), "qkv_kv": ("kv", h, (h, kv, kv)), "o": ("res", h, (h,)),
+            "gate_up": ("silu", h, (f, f)), "down": ("res", f, (h,)),
+            "lm_head": ("cat", h, (cfg["vocab_size"],))}[name]
+
+
 def table_entry(name: str, cfg: dict) -> list[dict]:
     """``gemv_table``'s config for this linear of this model on this GPU, as a one-element list (or none)."""
     from fusion_passes.kernels import gemv_table
 
-    h, f = cfg["hidden_size"], cfg["intermediate_size"]
-    kv = cfg["num_key_value_heads"] * h // cfg["num_attention_heads"]
-    form, k, ns = {"qkv": ("rope", h, (h, kv, kv)), "qkv_kv": ("kv", h, (h, kv, kv)), "o": ("res", h, (h, 0, 0)),
-                   "gate_up": ("silu", h, (f, f, 0)), "down": ("res", f, (h, 0, 0)),
-                   "lm_head": ("cat", h, (cfg["vocab_size"], 0, 0))}[name]
-    entry = gemv_table.TABLE.get((torch.cuda.get_device_name(), form, k, *ns))
-    if entry is None:
-        return []
-    n, bk, prefetch, warps, stages, *acc1d = entry
-    return [dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=prefetch, ACC1D=bool(acc1d and acc1d[0]), num_warps=warps,
-                 num_stages=stages)]
+    form, k, widths = linear_shape(name, cfg)
+    entry = gemv_table.TABLE.get((torch.cuda.get_device_name(), form, k, *(widths + (0, 0))[:3]))
+    return [] if entry is None else [gemv_table.as_config(entry)]
 
 
 def config_name(c: dict) -> str:
@@ -80,11 +81,9 @@ def config_name(c: dict) -> str:
 def linear_calls(name: str, cfg: dict, device, dtype, copies: int | None = None):
     """(weight bytes of one call, calls, launch(config)) for one linear: ``calls`` launches, each on its own copy of
     the weights, into one output."""
-    h, f = cfg["hidden_size"], cfg["intermediate_size"]
+    h = cfg["hidden_size"]
     d = h // cfg["num_attention_heads"]
-    kv = cfg["num_key_value_heads"] * d
-    k, widths = {"qkv": (h, (h, kv, kv)), "qkv_kv": (h, (h, kv, kv)), "o": (h, (h,)), "gate_up": (h, (f, f)),
-                 "down": (f, (h,)), "lm_head": (h, (cfg["vocab_size"],))}[name]
+    _, k, widths = linear_shape(name, cfg)
     nbytes = sum(widths) * k * torch.finfo(dtype).bits // 8
     calls = copies or max(4, math.ceil(3 * L2_BYTES / nbytes))
     sets = [[torch.randn(n, k, device=device, dtype=dtype) * k**-0.5 for n in widths] for _ in range(calls)]

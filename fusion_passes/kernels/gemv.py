@@ -355,10 +355,9 @@ if triton is not None:
 def _fixed_kernel(entry: tuple):
     """The kernel with one config, ``gemv_table``'s (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages[, ACC1D]):
     an autotuner of one config, which Inductor launches without timing anything."""
-    n, bk, prefetch, warps, stages, *acc1d = entry
-    config = triton.Config({"BLOCK_N": n, "BLOCK_K": bk, "PREFETCH": prefetch, "ACC1D": bool(acc1d and acc1d[0])},
-                           num_warps=warps, num_stages=stages)
-    return triton.autotune(configs=[config], key=_KEY)(_gemv_kernel)
+    c = gemv_table.as_config(entry)
+    warps, stages = c.pop("num_warps"), c.pop("num_stages")
+    return triton.autotune(configs=[triton.Config(c, num_warps=warps, num_stages=stages)], key=_KEY)(_gemv_kernel)
 
 
 def _m1_kernel(device: torch.device, meta: dict, k: int, n0: int, n1: int, n2: int, prefetch: Optional[bool]):

@@ -70,6 +70,13 @@ def form(meta: dict) -> str:
     return "rope" if meta["ROPE"] else "cat"
 
 
+def as_config(entry: tuple) -> dict:
+    """A table entry as the kernel's config: BLOCK_N, BLOCK_K, PREFETCH, ACC1D, num_warps, num_stages."""
+    n, bk, prefetch, warps, stages, *acc1d = entry
+    return dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=prefetch, ACC1D=bool(acc1d and acc1d[0]), num_warps=warps,
+                num_stages=stages)
+
+
 def beats_cublas(device_name: str, form: str, k: int, n0: int, n1: int, n2: int) -> bool:
     """A large M = 1 shape where the table's config measured faster than cuBLAS on this device (table on)."""
     return policy() == "on" and (device_name, form, k, n0, n1, n2) in BEATS_CUBLAS
