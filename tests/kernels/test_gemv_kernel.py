@@ -15,6 +15,22 @@ from tests.kernels import run_in_interpreter
 DEVICE = "cuda" if torch.cuda.is_available() else ("cpu" if gemv.INTERPRETED else None)
 kernel_test = pytest.mark.skipif(DEVICE is None, reason="runs in the TRITON_INTERPRET=1 subprocess")
 TOL = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 3e-2}  # relative to the output's scale
+# The interpreter's one config (gemv._launch): BLOCK_K = 64 < K = 96 here, so the K-tile masks are exercised
+INTERPRETER_CONFIG = dict(BLOCK_N=16, BLOCK_K=64, num_warps=4, num_stages=2)
+
+
+@pytest.fixture(autouse=True)
+def interpreters_config_on_cuda(request, monkeypatch):
+    """On CUDA every launch runs the interpreter's one config instead of autotuning: each new test shape would
+    compile and time all 39 M = 1 configs (tests/kernels took over 420 s on the H200). Every autotuner config is
+    checked once in test_every_autotuner_config_matches_reference; tests marked ``autotuners`` see the real ones."""
+    if DEVICE != "cuda" or request.node.get_closest_marker("autotuners"):
+        return
+    c = INTERPRETER_CONFIG
+    entry = (c["BLOCK_N"], c["BLOCK_K"], False, c["num_warps"], c["num_stages"])
+    monkeypatch.setattr(gemv, "_gemv_m16", gemv._fixed_kernel(entry))
+    monkeypatch.setattr(gemv, "_m1_kernel", lambda *a: gemv._fixed_kernel(
+        (*entry[:2], gemv.PREFETCH, *entry[3:], gemv.ACC1D_INTERPRETED)))
 
 
 def test_kernels_in_interpreter():
@@ -89,7 +105,29 @@ def _force_acc1d(monkeypatch) -> None:
     monkeypatch.setattr(gemv, "_m1_kernel", lambda *a: gemv._fixed_kernel((16, 64, True, 4, 2, True)))
 
 
-def _check_kernel(case, rows, dtype, norm):
+def _autotuner_configs() -> list[tuple[int, dict]]:
+    """(rows, launch config) for every config the M = 1 and the 16-row autotuners may pick."""
+    if not gemv.HAS_TRITON:
+        return []
+    return [(rows, {**c.kwargs, "num_warps": c.num_warps, "num_stages": c.num_stages})
+            for rows, tuner in ((1, gemv._gemv_m1[True]), (3, gemv._gemv_m16)) for c in tuner.configs]
+
+
+AUTOTUNER_CONFIGS = _autotuner_configs()
+
+
+@kernel_test
+@pytest.mark.parametrize("index", range(len(AUTOTUNER_CONFIGS)))
+def test_every_autotuner_config_matches_reference(index):
+    """Whichever config the autotuner picks computes the same: each config runs one case (in turn), M = 1 in
+    bf16, the 16-row tile in fp16 (the interpreter's bf16 tl.dot is wrong)."""
+    rows, config = AUTOTUNER_CONFIGS[index]
+    case = sorted(CASES)[index % len(CASES)]
+    _check_kernel(case, rows, torch.bfloat16 if rows == 1 else torch.float16, CASES[case][1] != "res", config)
+
+
+def _check_kernel(case, rows, dtype, norm, config=None):
+    """The op (or, with ``config``, one launch of that config) on random inputs against the float64 reference."""
     if DEVICE == "cpu" and dtype == torch.bfloat16 and rows > 1:
         pytest.skip("the interpreter's bf16 tl.dot is wrong; covered on GPU")
     widths, mode = CASES[case]
@@ -102,7 +140,12 @@ def _check_kernel(case, rows, dtype, norm):
     nw = (torch.rand(k, dtype=dtype, device=DEVICE) + 0.5) if norm else None
     res = torch.randn(rows, widths[0], dtype=dtype, device=DEVICE) if mode == "res" else None
     w3 = ws + [None] * (3 - len(ws))
-    got = torch.ops.fusion_passes.decode_gemv(x, w3[0], w3[1], w3[2], nw, 1e-6, 0.0, True, res, mode == "silu")
+    args = (x, w3[0], w3[1], w3[2], nw, 1e-6, 0.0, True, res, mode == "silu")
+    if config is None:
+        got = torch.ops.fusion_passes.decode_gemv(*args)
+    else:
+        got = torch.empty(rows, widths[0] if mode != "cat" else sum(widths), dtype=dtype, device=DEVICE)
+        gemv._launch(*args, got, config=config)
     want = _reference64(x, ws, nw, 1e-6, res, mode == "silu", True)
     assert got.shape == want.shape and got.dtype == dtype
     scale = want.abs().max().item()
@@ -274,6 +317,7 @@ def _one_config(kernel) -> tuple:
     return (c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.kwargs["PREFETCH"], c.num_warps, c.num_stages, *acc1d)
 
 
+@pytest.mark.autotuners
 @pytest.mark.skipif(not gemv.HAS_TRITON or gemv.INTERPRETED, reason="inspects the autotuners of the compiled kernel")
 def test_m1_launch_runs_the_measured_config_of_its_device_and_shape(monkeypatch):
     """Every table entry is launched as one fixed config on its device; the same shape elsewhere, an unlisted shape,
@@ -313,6 +357,7 @@ def test_table_entries_are_launchable_tiles():
         assert acc1d in ([], [True], [False])
 
 
+@pytest.mark.autotuners
 @pytest.mark.skipif(not gemv.HAS_TRITON or gemv.INTERPRETED, reason="inspects the autotuners of the compiled kernel")
 def test_autotuner_offers_both_m1_loops_and_the_plain_one_alone():
     """Neither M = 1 loop won on every H200 shape, so the default autotuner gets both, and the prefetching loop
