@@ -31,14 +31,14 @@ sys.path.insert(0, os.path.dirname(__file__))
 from bench_e2e import CONFIGS, build_model  # noqa: E402
 from common import add_run_args, write_results  # noqa: E402
 
+import fusion_passes  # noqa: E402
+
 VARIANTS = ("eager", "stock", "fusion_passes", "fusion_passes+static", "graphed_loop")
 
 
 def hf_generate(model, variant: str, device: str):
     """``run(prompt, n) -> tokens [B, P + n]`` with HF's ``generate`` as ``variant`` compiles its decode step."""
     from transformers import CompileConfig
-
-    import fusion_passes
 
     backend = {"stock": "inductor", "fusion_passes": "fusion_passes",
                "fusion_passes+static": fusion_passes.backend(cudagraphs="static")}.get(variant)
@@ -63,7 +63,6 @@ def graphed_loop(model, device: str):
     ``cuda_graph_step`` (one graph per prompt length's cache, captured on first use)."""
     from transformers import StaticCache
 
-    import fusion_passes
     from fusion_passes.zoo import hf_cache_kwargs
 
     compiled = torch.compile(model, backend=fusion_passes.backend())
@@ -128,20 +127,22 @@ def main(argv=None) -> int:
             run = graphed_loop(model, args.device) if variant == "graphed_loop" else hf_generate(model, variant,
                                                                                                   args.device)
             rec = dict(model=args.model, attn=args.attn, prompt=args.prompt, batch=args.batch, variant=variant)
-            try:
-                _, first_s = timed(run, prompt, args.few, args.device)  # compiles, captures
-                run(prompt, args.few)
-                per_token = []
-                for _ in range(args.repeats):
-                    tokens, t_new = timed(run, prompt, args.new, args.device)
-                    _, t_few = timed(run, prompt, args.few, args.device)
-                    per_token.append((t_new - t_few) * 1e3 / (args.new - args.few))
-                if expected is None:
-                    expected = tokens
-                rec.update(ms_per_token=round(sorted(per_token)[len(per_token) // 2], 4),
-                           first_call_s=round(first_s, 2), same_tokens=bool(torch.equal(tokens, expected)))
-            except Exception as e:  # noqa: BLE001 - a failing variant is a result, not a crash
-                rec["error"] = f"{type(e).__name__}: {e}"[:500]
+            with fusion_passes.capture() as graphs:  # how each of our graphs ran (static, trees, none)
+                try:
+                    _, first_s = timed(run, prompt, args.few, args.device)  # compiles, captures
+                    run(prompt, args.few)
+                    per_token = []
+                    for _ in range(args.repeats):
+                        tokens, t_new = timed(run, prompt, args.new, args.device)
+                        _, t_few = timed(run, prompt, args.few, args.device)
+                        per_token.append((t_new - t_few) * 1e3 / (args.new - args.few))
+                    if expected is None:
+                        expected = tokens
+                    rec.update(ms_per_token=round(sorted(per_token)[len(per_token) // 2], 4),
+                               first_call_s=round(first_s, 2), same_tokens=bool(torch.equal(tokens, expected)))
+                except Exception as e:  # noqa: BLE001 - a failing variant is a result, not a crash
+                    rec["error"] = f"{type(e).__name__}: {e}"[:500]
+            rec["cudagraphs"] = sorted({r.cudagraphs for r in graphs if r.cudagraphs}) or None
             print(rec, file=sys.stderr, flush=True)
             records.append(rec)
     print(tabulate(records, headers="keys"))

@@ -62,7 +62,8 @@ def main(argv=None) -> int:
     for o in gc.get_objects():
         try:
             if isinstance(o, StaticCudaGraphs):
-                print(f"static runner: {len(o.recordings)} graph(s), {o.calls} uncaptured call(s), "
+                print(f"static runner: {len(o.recordings)} graph(s) kept of {o.captures} captured, "
+                      f"{o.calls} call(s) that did not replay, "
                       f"stopped: {o.skip_reason}, {len(o.static_idx)} static / {len(o.copied_idx)} copied inputs")
         except ReferenceError:  # gc also lists dead weak proxies
             pass

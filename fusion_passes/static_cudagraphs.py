@@ -12,7 +12,10 @@
 A decode step (B x 1 tokens over a static KV cache, every shape fixed) is the case it is built for: there the
 GPU time is ~1 ms and trees' host time is a third of the step. The first call runs the compiled graph directly
 (Triton compiles and autotunes); the second captures it and replays; later calls replay. A new set of static
-input addresses (a reassigned parameter) captures again, up to ``MAX_GRAPHS`` graphs.
+input addresses captures again: a reassigned parameter, or a new KV cache (HF's ``generate`` allocates a fresh
+StaticCache on every call since transformers 5, so each call may capture once). The ``MAX_GRAPHS`` most recently
+used graphs are kept; when the addresses move on every call (no kept graph was ever replayed twice), capturing
+stops and the graph runs uncaptured.
 
 Equivalence, and where it does not hold, it is not used:
 - static inputs (parameters, buffers, tensors marked with ``torch._dynamo.mark_static_address`` such as HF's
@@ -85,6 +88,7 @@ class _Recording:
     def __init__(self, graph: torch.cuda.CUDAGraph, ptrs: list, buffers: list, copied: list[int], outputs,
                  cloned: list[bool]):
         self.graph, self.ptrs, self.outputs, self.cloned = graph, ptrs, outputs, cloned
+        self.reused = False  # replayed for a call after the one that captured it
         plain = [k for k, b in enumerate(buffers) if 0 not in b.stride()]
         self.plain_dst, self.plain_src = [buffers[k] for k in plain], [copied[k] for k in plain]
         self.expanded = [(buffers[k], copied[k]) for k in range(len(buffers)) if k not in set(plain)]
@@ -109,29 +113,36 @@ class StaticCudaGraphs:
         self.static_idx = [i for i, x in enumerate(example_inputs) if is_static(x)]
         self.copied_idx = [i for i, x in enumerate(example_inputs) if not is_static(x)]
         self.mutated: list[int] = []
-        self.recordings: list[_Recording] = []
+        self.recordings: list[_Recording] = []  # most recently used first
         self.calls = 0
+        self.captures = 0
         self.skip_reason: str | None = None
         self._on_skip = on_skip
 
     def __call__(self, *args):
         if self.skip_reason is not None or _capturing():
             return self.compiled(*args)  # (inside a capture of the whole step: the kernels go into that graph)
-        for rec in self.recordings:
+        for i, rec in enumerate(self.recordings):
             if not self.static_idx or _ptrs_equal(list(args), rec.ptrs, self.static_idx):
+                if i:
+                    self.recordings.insert(0, self.recordings.pop(i))
+                rec.reused = True
                 return self._replay(rec, args)
         self.calls += 1
         if self.calls == 1:
             return self._warm_up(args)
         if len(self.recordings) >= MAX_GRAPHS:
-            return self._skip(f"static inputs moved {MAX_GRAPHS} times", args)
+            if not any(r.reused for r in self.recordings):  # a capture per call costs more than it saves
+                return self._skip(f"static inputs moved on each of the last {MAX_GRAPHS + 1} calls", args)
+            del self.recordings[-1]  # the least recently used; its memory pool goes with it
         try:
             rec = self._record(args)
         except Exception as e:  # a capture that fails must not fail the user's call
             return self._skip(f"capture failed: {type(e).__name__}: {e}", args)
         if rec is None:
             return self.compiled(*args)
-        self.recordings.append(rec)
+        self.captures += 1
+        self.recordings.insert(0, rec)
         return self._replay(rec, args)
 
     def _warm_up(self, args):

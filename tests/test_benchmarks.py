@@ -273,3 +273,6 @@ def test_generate_bench_tiny_cpu(tmp_path):
     assert [r["variant"] for r in recs] == ["eager", "fusion_passes+static", "graphed_loop"]
     for r in recs:
         assert "error" not in r and r["same_tokens"] is True and r["ms_per_token"] > 0, r
+    # how our graphs ran: on CPU static graphs cannot be used, and the record says why
+    assert recs[0]["cudagraphs"] is None
+    assert recs[1]["cudagraphs"] and all("not on one CUDA device" in c for c in recs[1]["cudagraphs"]), recs[1]

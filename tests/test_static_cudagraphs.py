@@ -117,21 +117,37 @@ def test_runner_warms_up_captures_then_replays_with_fresh_inputs(fake_cuda_graph
     torch.testing.assert_close(run(w, x[0])[0], x[0] @ w)
 
 
-def test_runner_captures_again_when_a_static_input_moves_and_gives_up_after_max_graphs(fake_cuda_graphs):
+def test_runner_keeps_the_most_recently_used_graphs_when_static_inputs_move(fake_cuda_graphs):
+    """HF's generate allocates a new StaticCache per call (transformers 5): each new address set captures once and
+    then replays for the rest of its tokens; past MAX_GRAPHS the least recently used graph is dropped."""
     calls, skipped = [], []
     x = torch.randn(2, 8)
-    weights = [torch.nn.Parameter(torch.randn(8, 8), requires_grad=False) for _ in range(MAX_GRAPHS)]
+    caches = [torch.nn.Parameter(torch.randn(8, 8), requires_grad=False) for _ in range(MAX_GRAPHS + 2)]
+    run = _runner(_linear_step(calls), caches[0], x, skipped=skipped)
+    run(caches[0], x)  # warm-up
+    for cache in caches:  # one "generate call" per cache: three "tokens" each
+        for _ in range(3):
+            torch.testing.assert_close(run(cache, x)[0], x @ cache)
+    assert calls.count("capture") == run.captures == MAX_GRAPHS + 2 and not skipped
+    assert [r.ptrs[0] for r in run.recordings] == [c.data_ptr() for c in reversed(caches[2:])]
+    torch.testing.assert_close(run(caches[2], x)[0], x @ caches[2])  # kept: replayed, and now the most recent
+    assert run.captures == MAX_GRAPHS + 2 and run.recordings[0].ptrs[0] == caches[2].data_ptr()
+    torch.testing.assert_close(run(caches[0], x)[0], x @ caches[0])  # dropped: captured again
+    assert run.captures == MAX_GRAPHS + 3 and len(run.recordings) == MAX_GRAPHS
+    assert caches[3].data_ptr() not in [r.ptrs[0] for r in run.recordings]  # the least recently used went
+
+
+def test_runner_stops_capturing_when_static_inputs_move_on_every_call(fake_cuda_graphs):
+    """A parameter reassigned before every call would capture every time, which costs more than it saves."""
+    calls, skipped = [], []
+    x = torch.randn(2, 8)
+    weights = [torch.nn.Parameter(torch.randn(8, 8), requires_grad=False) for _ in range(MAX_GRAPHS + 3)]
     run = _runner(_linear_step(calls), weights[0], x, skipped=skipped)
-    run(weights[0], x)
     for w in weights:
         torch.testing.assert_close(run(w, x)[0], x @ w)
-    assert len(run.recordings) == MAX_GRAPHS and not skipped
-    torch.testing.assert_close(run(weights[1], x)[0], x @ weights[1])  # an earlier address: replayed
-    assert calls.count("capture") == MAX_GRAPHS
-    w = torch.nn.Parameter(torch.randn(8, 8), requires_grad=False)
-    torch.testing.assert_close(run(w, x)[0], x @ w)
-    assert skipped == [f"static inputs moved {MAX_GRAPHS} times"] and run.recordings == []
-    torch.testing.assert_close(run(weights[0], x)[0], x @ weights[0])  # uncaptured from now on
+    assert calls.count("capture") == MAX_GRAPHS  # calls 2 .. MAX_GRAPHS + 1; call MAX_GRAPHS + 2 gives up
+    assert skipped == [f"static inputs moved on each of the last {MAX_GRAPHS + 1} calls"] and run.recordings == []
+    torch.testing.assert_close(run(weights[1], x)[0], x @ weights[1])  # uncaptured from now on
     assert calls[-1] == "run"
 
 
@@ -463,7 +479,8 @@ def test_gpu_dynamic_shapes_and_training_get_inductors_cudagraph_trees():
 @gpu
 def test_gpu_hf_generate_with_a_static_graphs_backend_object():
     """HF's generate with ``CompileConfig(backend=fusion_passes.backend(cudagraphs="static"))``: the config's
-    mode="reduce-overhead" reaches the backend as a keyword; the tokens are eager's."""
+    mode="reduce-overhead" reaches the backend as a keyword; the tokens are eager's, in every one of more calls than
+    MAX_GRAPHS (each call allocates a new StaticCache: its graphs keep replaying, not given up)."""
     import transformers
 
     from tests.test_hf_models import _causal_lm, _ids
@@ -476,9 +493,10 @@ def test_gpu_hf_generate_with_a_static_graphs_backend_object():
         torch._dynamo.reset()
         config = transformers.CompileConfig(backend=fusion_passes.backend(cudagraphs="static"), fullgraph=True)
         with fusion_passes.capture() as recs:
-            got = model.generate(prompt, **kw, compile_config=config)
-    assert torch.equal(got, expected)
+            for _ in range(MAX_GRAPHS + 2):
+                assert torch.equal(model.generate(prompt, **kw, compile_config=config), expected)
     assert "static" in [r.cudagraphs for r in recs]
+    assert not [r.cudagraphs for r in recs if r.cudagraphs.startswith("none")], [r.cudagraphs for r in recs]
 
 
 def test_report_says_which_cuda_graphs_each_graph_got():
