@@ -16,7 +16,6 @@ of the HBM roofline (weight bytes / time / measured copy bandwidth). Prints a ta
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import time
@@ -28,7 +27,7 @@ warnings.filterwarnings("ignore", message=".*past_key_values.*deprecated")
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import environment, median_ms, pipelined_ms, results_path, save_records  # noqa: E402
+from common import env_set, environment, median_ms, pipelined_ms, results_path, save_records  # noqa: E402
 
 CONFIGS = {
     # hidden, layers, heads, kv heads, ffn, vocab
@@ -149,6 +148,7 @@ def forced_policies(variant: str) -> dict[str, str]:
         "nokv": (decode_gemv.KV_WRITE_POLICY_ENV, "off"),
         "table": (gemv_table.POLICY_ENV, "on"),  # M = 1 GEMVs run gemv_table's measured configs (the default)
         "notable": (gemv_table.POLICY_ENV, "off"),  # ... or are autotuned in place
+        "normlate": (gemv_table.NORM_POLICY_ENV, "late"),  # M = 1 GEMVs with a norm: 1/rms after the dot
     }
     name, *parts = variant.removesuffix("+cudagraphs").split("+")
     if name != "fusion_passes":
@@ -160,22 +160,11 @@ def forced_policies(variant: str) -> dict[str, str]:
     return dict(suffixes[p] for p in parts if p in suffixes)
 
 
-@contextlib.contextmanager
 def variant_env(variant: str):
     """``fusion_passes+<suffix>``: ours with the policies of ``forced_policies`` set (the passes read them while
     they compile, so they are set for the variant's whole measurement); other variants run with the environment
     as it is."""
-    forced = forced_policies(variant)
-    old = {env: os.environ.get(env) for env in forced}
-    os.environ.update(forced)
-    try:
-        yield
-    finally:
-        for env, value in old.items():
-            if value is None:
-                os.environ.pop(env, None)
-            else:
-                os.environ[env] = value
+    return env_set(forced_policies(variant))
 
 
 def count_kernels(fn, device: str) -> int | None:

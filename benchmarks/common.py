@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -107,3 +108,19 @@ def write_results(records: list[dict], kind: str, out: str | None, key: tuple[st
     path = save_records(records, out or results_path(kind, device), key=key, device=device)
     print(f"\n{environment(device)}\nwrote {path}")
     return 0
+
+
+@contextlib.contextmanager
+def env_set(values: dict[str, str]):
+    """Set these environment variables for the block (the passes and kernels read their settings when they run),
+    then restore each as it was."""
+    old = {env: os.environ.get(env) for env in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for env, value in old.items():
+            if value is None:
+                os.environ.pop(env, None)
+            else:
+                os.environ[env] = value

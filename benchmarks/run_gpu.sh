@@ -37,6 +37,8 @@
 #                                 # without the KV write (the shipped defaults)
 #   bash benchmarks/run_gpu.sh table [llama-1b|llama-8b] [eager sdpa]  # decode: stock vs ours as shipped before the
 #                                 # GEMV table and state_updates vs ours now vs ours + kv (CUDA graphs)
+#   bash benchmarks/run_gpu.sh kernel_tests  # tests/kernels on CUDA (one config per launch, every autotuner config once)
+#   bash benchmarks/run_gpu.sh normlate [model]  # the GEMVs' late-norm form: chain and decode step, exact vs late
 # On a machine with two GPUs, two parts can run at once: CUDA_VISIBLE_DEVICES=1 bash benchmarks/run_gpu.sh ...
 # Results land in $OUT (the device tool brings them back) and are then copied to benchmarks/results/.
 set -uo pipefail
@@ -184,8 +186,16 @@ case "${1:-}" in
       | grep -A3 "design\|best" | head -80 ;;
   diag_generate)  # how HF generate's compiled graphs run (static graphs, dynamic=False)
     timeout 400 python3 benchmarks/diag_generate_graphs.py 2>&1 | grep -v -i warn | tail -60 ;;
+  kernel_tests)
+    timeout 500 python3 -m pytest -q -p no:cacheprovider -rs tests/kernels 2>&1 | tee "$OUT/kernel_tests.log" | tail -8 ;;
+  normlate)  # FUSION_PASSES_GEMV_NORM=late: the chain's per-linear times, then the decode step (${2:-llama-1b})
+    timeout 200 python3 benchmarks/bench_gemv_chain.py --models "${2:-llama-1b}" --variants ours ours-late read \
+      --out "$OUT/gemv_chain_normlate.json" 2>&1 | grep -v Warn | tail -6
+    timeout 380 python3 benchmarks/bench_e2e.py --model "${2:-llama-1b}" --attn eager --workloads decode-1024 \
+      --variants stock+cudagraphs fusion_passes+graphstep fusion_passes+normlate+graphstep --budget-s 300 \
+      --out "$OUT/e2e_decode_normlate_${2:-llama-1b}.json" 2>&1 | grep -v Warning | tail -6 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate" >&2
      exit 2 ;;
 esac

@@ -30,6 +30,12 @@ bound by reading the weights from HBM); the norm prologue re-reads the M x K inp
 M = 1 accumulates elementwise into [BLOCK_N, BLOCK_K] and reduces once at the end, or (ACC1D) reduces each tile
 into [BLOCK_N] as it goes, which leaves registers for more programs per SM; 2 <= M <= 16 uses ``tl.dot`` on a
 16-row tile.
+
+The late-norm form (NORM_LATE, M = 1 only, ``FUSION_PASSES_GEMV_NORM=late``; off by default) drops the prologue's
+pass over the row: the main loop sums the squares of the x tiles it loads anyway and the 1/rms scale, one scalar
+per row, moves after the dot. It does not round where eager rounds (within bf16 tolerance, not bit-close):
+
+    y = ((x * (norm_weight + norm_offset)) @ W_0.T) * rsqrt(mean(x**2) + eps)      all in fp32, then -> T
 Tile sizes are autotuned per shape.
 
 On CUDA the op launches through ``wrap_triton`` (Inductor emits the kernel in its generated code, CUDA graphs
@@ -172,6 +178,7 @@ if triton is not None:
         sc_d,
         CONCAT_W: tl.constexpr,  # 1-3 weights whose outputs are concatenated (1 with SILU_MUL / HAS_RES)
         HAS_NORM: tl.constexpr,
+        NORM_LATE: tl.constexpr,  # M = 1 only: squares summed in the main loop, 1/rms applied after the dot
         NORM_CAST: tl.constexpr,
         NORM_OFFSET: tl.constexpr,
         SILU_MUL: tl.constexpr,
@@ -235,7 +242,9 @@ if triton is not None:
             pos = _cache_positions(IDX, rm, seq_len, cache_len, IDX_BASE)
         if PREFETCH:  # the first weight tile is requested before the norm prologue, so HBM starts streaming at once
             x, w, u = _load_tile(X, w_rows, w_rows2, rm, m_ok, n_ok, 0, K, stride_x, TWO, BLOCK_K)
-        if HAS_NORM:  # per-row 1/rms over the whole row (the row is small and L2-resident)
+        if HAS_NORM and NORM_LATE:
+            ss1 = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
+        elif HAS_NORM:  # per-row 1/rms over the whole row (the row is small and L2-resident)
             if BLOCK_M == 1:  # squares summed per lane, one cross-warp reduction at the end (not one per tile)
                 ss1 = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
             else:
@@ -273,7 +282,14 @@ if triton is not None:
                 x, w, u = _load_tile(X, w_rows, w_rows2, rm, m_ok, n_ok, k0, K, stride_x, TWO, BLOCK_K)
             rk = k0 + tl.arange(0, BLOCK_K)
             k_ok = rk < K
-            if HAS_NORM:
+            if HAS_NORM and NORM_LATE:
+                xf = x.to(tl.float32)
+                ss1 += xf * xf
+                nw = tl.load(NW + rk, mask=k_ok, other=0.0).to(tl.float32)
+                if NORM_OFFSET:
+                    nw = nw + norm_offset
+                x = xf * nw[None, :]  # fp32 into the dot: the 1/rms scale comes after it
+            elif HAS_NORM:
                 xf = x.to(tl.float32) * rstd[:, None]
                 if NORM_CAST:
                     xf = xf.to(T).to(tl.float32)
@@ -310,6 +326,11 @@ if triton is not None:
             y = acc
             if TWO:
                 y_u = acc_u
+        if HAS_NORM and NORM_LATE:
+            rstd = tl.rsqrt(tl.sum(ss1, axis=1) / K + eps)
+            y = y * rstd[:, None]
+            if TWO:
+                y_u = y_u * rstd[:, None]
         y = y.to(T)  # the GEMM's output dtype, as eager rounds it
         out_mask = m_ok[:, None] & n_ok[None, :]
         if SILU_MUL:
@@ -344,7 +365,8 @@ if triton is not None:
 
     # One autotuner per M tile (configs differ); both run the same kernel. Not prune_configs_by: Inductor's
     # support for user-defined autotuned kernels does not cover every pruning hook.
-    _KEY = ["K", "N0", "N1", "N2", "CONCAT_W", "HAS_NORM", "SILU_MUL", "HAS_RES", "ROPE", "CACHE_MASK", "IEEE_F32"]
+    _KEY = ["K", "N0", "N1", "N2", "CONCAT_W", "HAS_NORM", "NORM_LATE", "SILU_MUL", "HAS_RES", "ROPE", "CACHE_MASK",
+            "IEEE_F32"]
     _gemv_m1 = {p: triton.autotune(configs=_configs(dot=False, prefetch=p), key=_KEY)(_gemv_kernel)
                 for p in (False, True)}  # keyed by "may prefetch"; the benchmarks time both
     _gemv_m16 = triton.autotune(configs=_configs(dot=True), key=_KEY)(_gemv_kernel)
@@ -406,6 +428,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
     meta = dict(
         CONCAT_W=concat,
         HAS_NORM=norm_weight is not None,
+        NORM_LATE=norm_weight is not None and _block_m(int(m)) == 1 and gemv_table.norm_policy() == "late",
         NORM_CAST=norm_cast,
         NORM_OFFSET=norm_offset != 0.0,
         SILU_MUL=silu_mul,

@@ -11,6 +11,9 @@ gives it against the previous entry (``logs/s12_run6/gemv_configs_acc1d_*.json``
 
 Shapes not listed here (other models, other GPUs) are autotuned as before, except the cache-writing form, which
 always runs a fixed config (``KV_FALLBACK``). ``FUSION_PASSES_GEMV_TABLE=off`` autotunes listed shapes too.
+
+``FUSION_PASSES_GEMV_NORM=late`` (default ``exact``) runs the M = 1 launches with a norm in the kernel's late-norm
+form (``gemv``'s module doc): no prologue pass over the input, not eager's roundings; for measuring it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from typing import Optional
 
 POLICY_ENV = "FUSION_PASSES_GEMV_TABLE"
 POLICIES = ("on", "off")
+NORM_POLICY_ENV = "FUSION_PASSES_GEMV_NORM"
+NORM_POLICIES = ("exact", "late")
 
 # (device name, form, K, N0, N1, N2) -> (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages[, ACC1D]).
 # form: "rope" (norm + q/k/v, q and k rotated), "kv" (the same + k/v cache stores), "res" (+ residual),
@@ -57,6 +62,12 @@ def policy() -> str:
     from ..patterns import env_policy  # the registry's helper: one parser and error for every setting
 
     return env_policy(POLICY_ENV, POLICIES)
+
+
+def norm_policy() -> str:
+    from ..patterns import env_policy
+
+    return env_policy(NORM_POLICY_ENV, NORM_POLICIES)
 
 
 def form(meta: dict) -> str:

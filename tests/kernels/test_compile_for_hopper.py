@@ -64,11 +64,14 @@ def gemv_types(dtype: str) -> dict:
             "eps": "fp32", "norm_offset": "fp32"}
 
 
-@pytest.mark.parametrize("block_m, prefetch, acc1d", [(1, False, False), (1, True, False), (1, True, True),
-                                                     (16, False, False)])
+@pytest.mark.parametrize("block_m, prefetch, acc1d, norm_late", [
+    (1, False, False, False), (1, True, False, False), (1, True, True, False), (1, True, True, True),
+    (1, False, False, True), (16, False, False, False)])
 @pytest.mark.parametrize("mode", sorted(GEMV_MODES))
-def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d):
+def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late):
     concat, norm, silu, res, rope, cache_mask = GEMV_MODES[mode]
+    if norm_late and not norm:
+        pytest.skip("the late-norm form needs a norm")
     types = gemv_types("bf16")
     if norm:
         types["NW"] = "*bf16"
@@ -81,7 +84,7 @@ def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d):
     asm = compile_for_hopper(gemv._gemv_kernel, types, dict(
         CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res, ROPE=rope,
         CACHE_MASK=cache_mask, IDX_BASE=mode.endswith("index_base"), BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256,
-        PREFETCH=prefetch, ACC1D=acc1d), num_warps=4,
+        PREFETCH=prefetch, ACC1D=acc1d, NORM_LATE=norm_late), num_warps=4,
         num_stages=3, aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
     assert "cubin" in asm and ".target sm_90" in asm["ptx"]
     if block_m > 1:  # Triton pipelines the loads that feed tl.dot through shared memory
@@ -94,7 +97,7 @@ def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d):
         plain = compile_for_hopper(gemv._gemv_kernel, types, dict(
             CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res,
             ROPE=rope, CACHE_MASK=cache_mask, BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256, PREFETCH=False,
-            ACC1D=acc1d),
+            ACC1D=acc1d, NORM_LATE=norm_late),
             num_warps=4, num_stages=3,
             aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
         assert len(weight_loads) == 2 * len(re.findall(r"ld\.global\.L1::evict_first\S*", plain["ptx"]))

@@ -99,6 +99,62 @@ def test_kernel_reducing_each_tile(case, dtype, norm, monkeypatch):
     _check_kernel(case, 1, dtype, norm)
 
 
+def _late_reference64(x, ws, nw, eps, silu):
+    """The late-norm form in float64: (x * nw) @ W.T scaled by 1/rms after the dot, rounded only as it is output
+    (and after silu and the product, as eager)."""
+    t = x.dtype
+
+    def rnd(v):
+        return v.to(t).double()
+
+    xd = x.double()
+    rstd = torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + eps)
+    outs = [rnd(((xd * nw.double()) @ w.double().t()) * rstd) for w in ws]
+    if silu:
+        g = outs[0]
+        return rnd(rnd(g / (1 + torch.exp(-g))) * outs[1])
+    return torch.cat(outs, 1)
+
+
+@kernel_test
+@pytest.mark.parametrize("case", ["qkv_gqa", "lm_head", "gate_up"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("acc1d", [False, True])
+def test_late_norm_form(case, dtype, acc1d, monkeypatch):
+    """FUSION_PASSES_GEMV_NORM=late: an M = 1 launch computes the late-norm math (to the fp32 summation order and
+    one output rounding) and eager's within the usual tolerance; in bf16 it differs from the exact form's output
+    (which rounds the normalised row first), so the setting reached the kernel; 3 rows keep the exact form."""
+    from fusion_passes.kernels import gemv_table
+
+    if acc1d:
+        _force_acc1d(monkeypatch)
+    widths, mode = CASES[case]
+    torch.manual_seed(0)
+    k = 96
+    ws = [(torch.randn(n, k, dtype=dtype, device=DEVICE) / k**0.5) for n in widths]
+    nw = torch.rand(k, dtype=dtype, device=DEVICE) + 0.5
+    w3 = ws + [None] * (3 - len(ws))
+    rows = torch.randn(3, k, dtype=dtype, device=DEVICE) * 3
+    outs = {}
+    for policy in ("exact", "late"):
+        monkeypatch.setenv(gemv_table.NORM_POLICY_ENV, policy)
+        outs[policy] = [torch.ops.fusion_passes.decode_gemv(x, w3[0], w3[1], w3[2], nw, 1e-6, 0.0, True, None,
+                                                            mode == "silu")
+                        for x in (rows[:1], rows if dtype != torch.bfloat16 or DEVICE == "cuda" else None)
+                        if x is not None]
+    x = rows[:1]
+    got = outs["late"][0]
+    late = _late_reference64(x, ws, nw, 1e-6, mode == "silu")
+    exact = _reference64(x, ws, nw, 1e-6, None, mode == "silu", True)
+    scale = max(late.abs().max().item(), 1.0)
+    assert (got.double() - exact).abs().max().item() <= TOL[dtype] * scale
+    assert (got.double() - late).abs().max().item() <= (1e-5 if dtype == torch.float32 else 2**-6) * scale
+    if dtype == torch.bfloat16:
+        assert not torch.equal(got, outs["exact"][0])
+    if len(outs["late"]) == 2:  # the 16-row tile has no late form
+        assert torch.equal(outs["late"][1], outs["exact"][1])
+
+
 def _force_acc1d(monkeypatch) -> None:
     """Every M = 1 launch runs the ACC1D loop: the interpreter's one config, or one fixed config on CUDA."""
     monkeypatch.setattr(gemv, "ACC1D_INTERPRETED", True)

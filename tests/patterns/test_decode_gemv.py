@@ -14,6 +14,7 @@ from torch import nn
 import fusion_passes
 from fusion_passes import zoo
 from fusion_passes.graph_utils import op_name
+from fusion_passes.kernels import gemv_table
 from fusion_passes.patterns import decode_gemv
 from fusion_passes.zoo import hf_cache_kwargs
 from tests.conftest import apply_on_fake_cuda, compile_with_records
@@ -341,7 +342,7 @@ def test_large_shapes_measured_faster_on_their_gpu_are_fused(monkeypatch, device
     shape and form for the GPU it compiles for, at M = 1."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from fusion_passes.kernels import gemv, gemv_table
+    from fusion_passes.kernels import gemv
 
     monkeypatch.setattr(gemv, "_device_name", lambda _: device)
     monkeypatch.setenv(gemv_table.POLICY_ENV, table)
@@ -531,6 +532,13 @@ def test_unknown_policy_is_a_clear_error(monkeypatch):
     monkeypatch.setenv(decode_gemv.KV_WRITE_POLICY_ENV, "true")
     with pytest.raises(ValueError, match="FUSION_PASSES_DECODE_KV_WRITE='true'; use one of on, off"):
         decode_gemv.cache_key()
+    monkeypatch.setenv(decode_gemv.KV_WRITE_POLICY_ENV, "on")
+    exact = decode_gemv.cache_key()
+    monkeypatch.setenv(gemv_table.NORM_POLICY_ENV, "lazy")
+    with pytest.raises(ValueError, match="FUSION_PASSES_GEMV_NORM='lazy'; use one of exact, late"):
+        decode_gemv.cache_key()
+    monkeypatch.setenv(gemv_table.NORM_POLICY_ENV, "late")  # the kernel it launches differs: so does the key
+    assert decode_gemv.cache_key() != exact
 
 
 # ------------------------------------------------------------------------------------------ GPU
