@@ -370,11 +370,14 @@ _real = [p for p in ("attention_sdpa", "qkv_packing", "residual_norm") if p in f
 
 
 @pytest.mark.skipif(not _real, reason="no built-in pattern family present yet")
-def test_real_families_on_zoo_llama():
+def test_real_families_on_zoo_llama(monkeypatch):
     from fusion_passes import zoo
+    from fusion_passes.patterns import residual_norm
+
+    monkeypatch.setenv(residual_norm.POLICY_ENV, "auto")  # its CPU near miss, once per norm: grouped below
 
     torch.manual_seed(0)
-    model = zoo.LlamaForCausalLM(zoo.LlamaConfig(num_hidden_layers=1)).eval()
+    model = zoo.LlamaForCausalLM(zoo.LlamaConfig(num_hidden_layers=2)).eval()
     ids = torch.randint(0, 256, (2, 8))
     with torch.no_grad():
         rep = fusion_passes.report(model, ids)
@@ -383,6 +386,15 @@ def test_real_families_on_zoo_llama():
     assert rep.matches and {m.pattern for m in rep.matches} <= set(_real)
     assert rep.saved_bytes == sum(m.saved_bytes for m in rep.matches)
     assert all(m.source for m in rep.matches)
+    # the norm line every layer runs is one near-miss row with its count (JSON keeps each one)
+    groups = rep.near_miss_groups()
+    norm_rows = [(n, c) for n, c in groups if n.pattern == "residual_norm"]
+    assert len(norm_rows) == 1 and norm_rows[0][1] == 5 == len([n for n in rep.near_misses
+                                                              if n.pattern == "residual_norm"])
+    assert sum(c for _, c in groups) == len(rep.near_misses) == len(json.loads(rep.to_json())["graphs"][0]["near_misses"])
+    text = rep.text()
+    assert text.count("left to Inductor") == 1 and "times" in text
+    assert ">5</td>" in rep.to_html()
 
 
 # ----------------------------------------------------------------------------------------------- parser, heuristic

@@ -155,6 +155,15 @@ class FusionReport:
     def near_misses(self) -> list[NearMiss]:
         return [n for g in self.graphs for n in g.near_misses]
 
+    def near_miss_groups(self) -> list[tuple[NearMiss, int]]:
+        """Identical near misses (graph, pattern, source line, reason) once each, with how many there were, in
+        first-seen order: the same line in every layer of a model is one row, not one per layer."""
+        counts: dict[tuple, list] = {}
+        for n in self.near_misses:
+            key = (n.graph_id, n.pattern, n.source, n.reason)
+            counts.setdefault(key, [n, 0])[1] += 1
+        return [(n, count) for n, count in counts.values()]
+
     @property
     def errors(self) -> list[PassError]:
         return [e for g in self.graphs for e in g.errors]

@@ -140,9 +140,10 @@ def _matches(rep: FusionReport) -> str:
 
 
 def _near_misses(rep: FusionReport) -> str:
-    rows = [[_graph_link(rep, n.graph_id), e(n.pattern), f"<code>{e(short_source(n.source, 120))}</code>",
-             e(n.reason)] for n in rep.near_misses]
-    table = _table(["graph", "pattern", "source", "why it did not fire (what to change)"], rows, "near-misses")
+    rows = [[_graph_link(rep, n.graph_id), e(n.pattern), f"<code>{e(short_source(n.source, 120))}</code>", str(count),
+             e(n.reason)] for n, count in rep.near_miss_groups()]
+    table = _table(["graph", "pattern", "source", "times", "why it did not fire (what to change)"], rows,
+                   "near-misses", num_cols=(3,))
     return _section("near-misses", "Near misses", table if rows else "", "None.")
 
 

@@ -110,8 +110,10 @@ def matches_table(rep: FusionReport, detail: bool = True) -> str:
 
 
 def near_misses_table(rep: FusionReport) -> str:
-    rows = [(n.graph_id, n.pattern, short_source(n.source, 60), n.reason) for n in rep.near_misses]
-    return tabulate(rows, headers=["graph", "pattern", "source", "why it did not fire"], maxcolwidths=[None, None, 60, 70])
+    rows = [(n.graph_id, n.pattern, short_source(n.source, 60), count, n.reason)
+            for n, count in rep.near_miss_groups()]
+    return tabulate(rows, headers=["graph", "pattern", "source", "times", "why it did not fire"],
+                    maxcolwidths=[None, None, 60, None, 70])
 
 
 def breaks_table(rep: FusionReport) -> str:
