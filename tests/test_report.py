@@ -145,6 +145,17 @@ def test_matches_section(rep):
     assert first.replaced == ["mul=aten.mul"] and first.inserted[0].endswith("aten.add")
 
 
+def test_per_family_section(rep):
+    """One row per family: fired twice at two source lines, near-missed once, what it saves."""
+    [row] = rep.by_pattern()
+    assert (row["pattern"], row["matches"], row["near_misses"], row["saved_bytes"]) == ("toy_mul2_bytes", 2, 1, 384)
+    assert row["sources"] == [m.source for m in rep.matches] and len(set(row["sources"])) == 2
+    text = rep.text()
+    section = text[text.index("Per family"):text.index("Matches")]
+    assert "toy_mul2_bytes" in section and "384 B" in section and _line("match").rsplit("/", 1)[-1] in section
+    assert 'id="families"' in rep.to_html() and ">384 B</td>" in rep.to_html()
+
+
 def test_near_misses_section(rep):
     assert [(n.graph_id, n.pattern, n.reason) for n in rep.near_misses] == [
         (3, "toy_mul2_bytes", "multiplier is not the constant 2")]
@@ -211,7 +222,9 @@ def test_json_schema(rep, tmp_path):
                          "summary", "graphs", "graph_breaks"}
     assert data["summary"] == {"graphs": 4, "graph_breaks": 3, "graph_break_occurrences": rep.break_count,
                                "matches": 2, "near_misses": 1, "errors": 0, "kernels": rep.kernels,
-                               "saved_bytes": 384, "matches_by_pattern": {"toy_mul2_bytes": 2}}
+                               "saved_bytes": 384, "matches_by_pattern": {"toy_mul2_bytes": 2},
+                               "by_pattern": [{"pattern": "toy_mul2_bytes", "matches": 2, "near_misses": 1,
+                                               "saved_bytes": 384, "sources": [m.source for m in rep.matches]}]}
     g1 = data["graphs"][0]
     assert {"graph_id", "compile_id", "kernels", "matches", "near_misses", "errors", "stages", "saved_bytes"} <= set(g1)
     assert g1["stages"][0]["ops_delta"] == {"aten.add": [0, 1], "aten.mul": [1, 0]}

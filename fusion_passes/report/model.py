@@ -155,6 +155,25 @@ class FusionReport:
     def near_misses(self) -> list[NearMiss]:
         return [n for g in self.graphs for n in g.near_misses]
 
+    def by_pattern(self) -> list[dict[str, Any]]:
+        """Per family that fired or almost fired: ``matches``, ``near_misses``, ``saved_bytes`` and ``sources`` (the
+        distinct source lines it fired at, first-seen order): a model's 32 identical layers in one row."""
+        rows: dict[str, dict[str, Any]] = {}
+
+        def row(pattern: str) -> dict[str, Any]:
+            return rows.setdefault(pattern, dict(pattern=pattern, matches=0, near_misses=0, saved_bytes=0,
+                                                 sources=[]))
+
+        for m in self.matches:
+            r = row(m.pattern)
+            r["matches"] += 1
+            r["saved_bytes"] += m.saved_bytes
+            if m.source not in r["sources"]:
+                r["sources"].append(m.source)
+        for n in self.near_misses:
+            row(n.pattern)["near_misses"] += 1
+        return list(rows.values())
+
     def near_miss_groups(self) -> list[tuple[NearMiss, int]]:
         """Identical near misses (graph, pattern, source line, reason) once each, with how many there were, in
         first-seen order: the same line in every layer of a model is one row, not one per layer."""
@@ -199,6 +218,7 @@ class FusionReport:
             "kernels": self.kernels,
             "saved_bytes": self.saved_bytes,
             "matches_by_pattern": _count(m.pattern for m in self.matches),
+            "by_pattern": self.by_pattern(),
         }
 
     # -------------------------------------------------------------------------------- outputs

@@ -127,6 +127,16 @@ def _graphs(rep: FusionReport) -> str:
     return _section("graphs", "Compiled graphs", table if rows else "", "No graph was compiled.")
 
 
+def _families(rep: FusionReport) -> str:
+    rows = [[e(r["pattern"]), str(r["matches"]), str(r["near_misses"]),
+             e(format_bytes(r["saved_bytes"])) if r["saved_bytes"] else "–",
+             "<br>".join(f"<code>{e(short_source(src, 120))}</code>" for src in r["sources"]) or "–"]
+            for r in rep.by_pattern()]
+    table = _table(["pattern", "fired", "near misses", "saves", "where it fired"], rows, "families",
+                   num_cols=(1, 2, 3))
+    return _section("families", "Per family", table if rows else "", "No family fired or almost fired.")
+
+
 def _matches(rep: FusionReport) -> str:
     rows = [[_graph_link(rep, m.graph_id), e(m.pattern), f"<code>{e(short_source(m.source, 120))}</code>",
              f'<code title="{e(", ".join(m.replaced))}">{e(ops_summary(m.replaced, 80))}</code>',
@@ -241,10 +251,10 @@ def _embedded_json(rep: FusionReport) -> str:
 def render_html(rep: FusionReport) -> str:
     title = f"fusion_passes report: {rep.target or '(unnamed)'}"
     nav = "".join(f'<a href="#{sid}">{e(t)}</a>' for sid, t in (
-        ("graphs", "Graphs"), ("matches", "Matches"), ("near-misses", "Near misses"), ("graph-breaks", "Graph breaks"),
-        ("op-counts", "Op counts"), ("diffs", "Diffs")))
-    body = "".join([_summary(rep), _graphs(rep), _matches(rep), _near_misses(rep), _breaks(rep), _ops(rep),
-                    _diffs(rep), _errors(rep)])
+        ("graphs", "Graphs"), ("families", "Per family"), ("matches", "Matches"), ("near-misses", "Near misses"),
+        ("graph-breaks", "Graph breaks"), ("op-counts", "Op counts"), ("diffs", "Diffs")))
+    body = "".join([_summary(rep), _graphs(rep), _families(rep), _matches(rep), _near_misses(rep), _breaks(rep),
+                    _ops(rep), _diffs(rep), _errors(rep)])
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>

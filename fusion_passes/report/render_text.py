@@ -98,6 +98,20 @@ def graphs_table(rep: FusionReport) -> str:
                                    "compile s", "ends at"])
 
 
+def families_table(rep: FusionReport) -> str:
+    rows = [(r["pattern"], r["matches"], r["near_misses"], format_bytes(r["saved_bytes"]) if r["saved_bytes"] else "-",
+             _sources_summary(r["sources"])) for r in rep.by_pattern()]
+    return tabulate(rows, headers=["pattern", "fired", "near misses", "saves", "where it fired"],
+                    maxcolwidths=[None, None, None, None, 90])
+
+
+def _sources_summary(sources: list[str], shown: int = 3) -> str:
+    """The first ``shown`` distinct source lines (path:line only), then how many more."""
+    lines = [short_source(s).split(" in ", 1)[0] for s in sources[:shown]]
+    more = f" (+{len(sources) - shown} more)" if len(sources) > shown else ""
+    return (", ".join(lines) + more) or "-"
+
+
 def matches_table(rep: FusionReport, detail: bool = True) -> str:
     rows = [[m.graph_id, m.pattern, short_source(m.source, 110), ops_summary(m.replaced), ops_summary(m.inserted, 40),
              format_bytes(m.saved_bytes) if m.saved_bytes else "-", detail_summary(m.detail, 180) or "-"]
@@ -168,6 +182,8 @@ def _sections(rep: FusionReport, with_graphs: bool, with_breaks: bool, compact: 
     out = []
     if with_graphs:
         out.append(_section("Compiled graphs", graphs_table(rep) if rep.graphs else "", "(no graph was compiled)"))
+    if rep.matches or rep.near_misses:
+        out.append(_section("Per family", families_table(rep), ""))
     out.append(_section("Matches", matches_table(rep, detail=not compact) if rep.matches else "", "(no pattern fired)"))
     out.append(_section("Near misses", near_misses_table(rep) if rep.near_misses else "", "(none)"))
     if with_breaks:
