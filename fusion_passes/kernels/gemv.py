@@ -3,6 +3,7 @@
     # unfused (a decode step of a Llama layer; x [M, K] with M <= 16, W_i [N_i, K], every line one kernel)
     xn  = rms_norm(x) * norm_weight                          -> [M, K]        (norm prologue, optional)
     y   = cat([xn @ W_0.T, xn @ W_1.T, xn @ W_2.T], 1)       -> [M, sum N_i]  (q/k/v: 1-3 weights, one launch)
+    y_i = y_i + b_i                                          (biases, optional: concatenated outputs only)
     y   = silu(xn @ W_0.T) * (xn @ W_1.T)                    -> [M, N_0]      (gate/up, silu_mul=True)
     y   = xn @ W_0.T + residual                              -> [M, N_0]      (o/down proj, residual given)
     y_i = rope(y_i, cos, sin)  for the first rope_weights of the concatenated outputs (q, k; optional)
@@ -18,6 +19,7 @@ model dtype T where eager rounds it, so the result differs from eager's only by 
 
     xn = ((x * rsqrt(mean(x**2) + eps)) [-> T if norm_cast] * (norm_weight + norm_offset)) -> T
     g  = (xn @ W_0.T) -> T
+    y_i = (xn @ W_i.T + b_i) -> T                            one rounding, as eager's addmm
     y  = (silu(g) -> T) * ((xn @ W_1.T) -> T) -> T           silu(g) = g / (1 + exp(-g)), in fp32
     y  = (g + residual) -> T
     rope, per head of rope_dim columns (h = rope_dim / 2, cos/sin [M, rope_dim] in T, HF's rotate_half form):
@@ -148,6 +150,9 @@ if triton is not None:
         W0,  # [N0, K] contiguous
         W1,  # [N1, K] (second concatenated weight, or the up projection when SILU_MUL; else W0)
         W2,  # [N2, K] (third concatenated weight; else W0)
+        B0,  # [N0] bias of output 0 (None unless BIAS_MASK; then B1/B2 stand in for absent ones, never read)
+        B1,  # [N1]
+        B2,  # [N2]
         R,  # [M, N0] residual (None unless HAS_RES)
         COS,  # [M, rope_dim] (None unless ROPE)
         SIN,  # [M, rope_dim] (None unless ROPE)
@@ -183,6 +188,7 @@ if triton is not None:
         NORM_OFFSET: tl.constexpr,
         SILU_MUL: tl.constexpr,
         HAS_RES: tl.constexpr,
+        BIAS_MASK: tl.constexpr,  # bit i: output i has a bias, added before the rotation and the cache write
         ROPE: tl.constexpr,  # programs own column pairs (j, j + rope_dim/2) of every weight
         CACHE_MASK: tl.constexpr,  # bit i: output i's heads are written into C_i at IDX (a KV-cache update)
         IDX_BASE: tl.constexpr,  # the positions are IDX[0] + s, s < S (else IDX[s])
@@ -199,6 +205,7 @@ if triton is not None:
         # which weight this program's columns come from (the grid covers cdiv(N0)+cdiv(N1)+cdiv(N2) blocks)
         PAIR: tl.constexpr = 2 if ROPE else 1  # output columns per program column
         w_ptr = W0
+        b_ptr = B0
         blk = pid
         n_lim = N0 + pid * 0
         col0 = pid * 0
@@ -207,6 +214,7 @@ if triton is not None:
             nb0 = tl.cdiv(N0 // PAIR, BLOCK_N)
             if pid >= nb0:
                 w_ptr = W1
+                b_ptr = B1
                 blk = pid - nb0
                 n_lim = N1 + pid * 0
                 col0 = N0 + pid * 0
@@ -215,6 +223,7 @@ if triton is not None:
                 nb01 = nb0 + tl.cdiv(N1 // PAIR, BLOCK_N)
                 if pid >= nb01:
                     w_ptr = W2
+                    b_ptr = B2
                     blk = pid - nb01
                     n_lim = N2 + pid * 0
                     col0 = N0 + N1 + pid * 0
@@ -331,6 +340,12 @@ if triton is not None:
             y = y * rstd[:, None]
             if TWO:
                 y_u = y_u * rstd[:, None]
+        if BIAS_MASK:  # in fp32 before the one rounding, as addmm's epilogue
+            # bit w_idx of the mask, as a [BLOCK_N] vector (the interpreter mis-broadcasts a scalar bool in a mask)
+            b_ok = n_ok & ((rn * 0 + (BIAS_MASK >> w_idx)) % 2 == 1)
+            y = y + tl.load(b_ptr + rn, mask=b_ok, other=0.0).to(tl.float32)[None, :]
+            if ROPE:
+                y_u = y_u + tl.load(b_ptr + rn + half, mask=b_ok, other=0.0).to(tl.float32)[None, :]
         y = y.to(T)  # the GEMM's output dtype, as eager rounds it
         out_mask = m_ok[:, None] & n_ok[None, :]
         if SILU_MUL:
@@ -365,8 +380,8 @@ if triton is not None:
 
     # One autotuner per M tile (configs differ); both run the same kernel. Not prune_configs_by: Inductor's
     # support for user-defined autotuned kernels does not cover every pruning hook.
-    _KEY = ["K", "N0", "N1", "N2", "CONCAT_W", "HAS_NORM", "NORM_LATE", "SILU_MUL", "HAS_RES", "ROPE", "CACHE_MASK",
-            "IEEE_F32"]
+    _KEY = ["K", "N0", "N1", "N2", "CONCAT_W", "HAS_NORM", "NORM_LATE", "SILU_MUL", "HAS_RES", "BIAS_MASK", "ROPE",
+            "CACHE_MASK", "IEEE_F32"]
     _gemv_m1 = {p: triton.autotune(configs=_configs(dot=False, prefetch=p), key=_KEY)(_gemv_kernel)
                 for p in (False, True)}  # keyed by "may prefetch"; the benchmarks time both
     _gemv_m16 = triton.autotune(configs=_configs(dot=True), key=_KEY)(_gemv_kernel)
@@ -411,7 +426,7 @@ def _block_m(m: int) -> int:
 def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y,
             rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0, prefetch: Optional[bool] = None,
             caches=(None, None, None), cache_index=None, index_base: bool = False,
-            config: Optional[dict] = None) -> None:
+            config: Optional[dict] = None, biases=(None, None, None)) -> None:
     """Launch the kernel into ``y``; ``config`` (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages) skips the
     autotuner (the interpreter always does: it would time every config)."""
     m, k = x.shape
@@ -433,6 +448,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         NORM_OFFSET=norm_offset != 0.0,
         SILU_MUL=silu_mul,
         HAS_RES=residual is not None,
+        BIAS_MASK=sum(1 << i for i, b in enumerate(biases) if b is not None),
         ROPE=rope,
         CACHE_MASK=sum(1 << i for i, c in enumerate(caches) if c is not None),
         IDX_BASE=index_base,
@@ -440,7 +456,8 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         IEEE_F32=ieee_fp32_dot(x.dtype),
     )
     args = (
-        x, norm_weight, w0, w1 if w1 is not None else w0, w2 if w2 is not None else w0, residual, rope_cos,
+        x, norm_weight, w0, w1 if w1 is not None else w0, w2 if w2 is not None else w0,
+        *_bias_pointers(biases), residual, rope_cos,
         rope_sin, y, *caches, cache_index,
         m, k, n0, n1, n2,
         x.stride(0), residual.stride(0) if residual is not None else 0, y.stride(0),
@@ -456,6 +473,12 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
     else:
         kernel = _gemv_m16 if meta["BLOCK_M"] > 1 else _m1_kernel(x.device, meta, k, n0, n1, n2, prefetch)
         wrap_triton(kernel)[grid](*args, **meta)
+
+
+def _bias_pointers(biases) -> tuple:
+    """B0, B1, B2: the biases given, a present one standing in for each absent one (BIAS_MASK keeps it unread)."""
+    present = next((b for b in biases if b is not None), None)
+    return tuple(b if b is not None else present for b in biases)
 
 
 def _cache_layout(caches, cache_index, index_base: bool, rows: int) -> tuple:
@@ -489,7 +512,8 @@ def rope(y: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
 
 
 def reference(x, w0, w1=None, w2=None, norm_weight=None, eps=1e-6, norm_offset=0.0, norm_cast=True,
-              residual=None, silu_mul=False, rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0) -> torch.Tensor:
+              residual=None, silu_mul=False, rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0,
+              biases=(None, None, None)) -> torch.Tensor:
     """The op's math in plain torch, rounding where eager rounds (the CPU implementation and the tests' oracle)."""
     t = x.dtype
     if norm_weight is not None:
@@ -502,7 +526,8 @@ def reference(x, w0, w1=None, w2=None, norm_weight=None, eps=1e-6, norm_offset=0
         return ((g / (1.0 + torch.exp(-g))).to(t) * (x @ w1.t())).contiguous()
     if residual is not None:
         return x @ w0.t() + residual
-    outs = [x @ w.t() for w in (w0, w1, w2) if w is not None]
+    outs = [x @ w.t() if b is None else torch.addmm(b, x, w.t()) for w, b in zip((w0, w1, w2), biases)
+            if w is not None]
     outs = [rope(o, rope_cos, rope_sin) if i < rope_weights else o for i, o in enumerate(outs)]
     return torch.cat(outs, dim=1)
 
@@ -526,41 +551,59 @@ def decode_gemv(
     rope_sin: Optional[torch.Tensor] = None,
     rope_dim: int = 0,
     rope_weights: int = 0,
+    bias0: Optional[torch.Tensor] = None,
+    bias1: Optional[torch.Tensor] = None,
+    bias2: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """x [M, K] (M <= 16), W_i [N_i, K] -> [M, sum N_i], or [M, N_0] with silu_mul / residual (see module doc).
     With rope_weights > 0 (concatenated outputs only), the first rope_weights outputs are rotated per head of
-    rope_dim columns by rope_cos / rope_sin [M, rope_dim]; every N_i must be a multiple of rope_dim."""
+    rope_dim columns by rope_cos / rope_sin [M, rope_dim]; every N_i must be a multiple of rope_dim.
+    bias_i [N_i] (concatenated outputs only) is added to output i before the rotation."""
     return _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos, rope_sin,
-                rope_dim, rope_weights)
+                rope_dim, rope_weights, biases=(bias0, bias1, bias2))
 
 
 def _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos, rope_sin, rope_dim,
-         rope_weights, caches=(None, None, None), cache_index=None, index_base=False) -> torch.Tensor:
+         rope_weights, caches=(None, None, None), cache_index=None, index_base=False,
+         biases=(None, None, None)) -> torch.Tensor:
     """Both ops' body: the kernel on CUDA (or in the interpreter), else the torch reference."""
     if rope_weights and (silu_mul or residual is not None or rope_dim % 2
                          or any(w is not None and w.shape[0] % rope_dim for w in (w0, w1, w2))):
         raise ValueError("decode_gemv: rope needs concatenated outputs whose widths are multiples of an even rope_dim")
+    _check_biases(x, (w0, w1, w2), biases, silu_mul or residual is not None)
     if not _use_triton(x):
         y = reference(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos,
-                      rope_sin, rope_dim, rope_weights)
+                      rope_sin, rope_dim, rope_weights, biases)
         if cache_index is not None:
             if index_base:  # the positions the kernel computes: p + s, s < S
                 seq_len = _cache_layout(caches, cache_index, True, x.shape[0])[0]
                 cache_index = cache_index.reshape(()) + torch.arange(seq_len, device=cache_index.device)
             write_cache_reference(y, [w.shape[0] for w in (w0, w1, w2) if w is not None], caches, cache_index)
         return y
-    x, w0, w1, w2, norm_weight, residual, rope_cos, rope_sin = (
-        t.contiguous() if t is not None else None for t in (x, w0, w1, w2, norm_weight, residual, rope_cos, rope_sin)
+    x, w0, w1, w2, norm_weight, residual, rope_cos, rope_sin, *biases = (
+        t.contiguous() if t is not None else None
+        for t in (x, w0, w1, w2, norm_weight, residual, rope_cos, rope_sin, *biases)
     )  # no-ops for what the pass inserts: activations and parameters are contiguous (never the caches: written)
     y = torch.empty((x.shape[0], _out_width(w0, w1, w2, residual, silu_mul)), dtype=x.dtype, device=x.device)
     _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y, rope_cos, rope_sin,
-            rope_dim, rope_weights, caches=caches, cache_index=cache_index, index_base=index_base)
+            rope_dim, rope_weights, caches=caches, cache_index=cache_index, index_base=index_base, biases=biases)
     return y
+
+
+def _check_biases(x, weights, biases, single_output: bool) -> None:
+    for i, (w, b) in enumerate(zip(weights, biases)):
+        if b is None:
+            continue
+        if single_output or w is None:
+            raise ValueError("decode_gemv: biases are for concatenated outputs, each with its weight")
+        if b.shape != (w.shape[0],) or b.dtype != x.dtype:
+            raise ValueError(f"decode_gemv: bias{i} must be [{w.shape[0]}] in {x.dtype}, got {list(b.shape)} "
+                             f"{b.dtype}")
 
 
 @decode_gemv.register_fake
 def _(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos=None, rope_sin=None,
-      rope_dim=0, rope_weights=0):
+      rope_dim=0, rope_weights=0, bias0=None, bias1=None, bias2=None):
     return x.new_empty((x.shape[0], _out_width(w0, w1, w2, residual, silu_mul)))
 
 
@@ -583,22 +626,26 @@ def decode_gemv_kv_write(
     cache2: Optional[torch.Tensor],
     cache_index: torch.Tensor,
     index_base: bool = False,
+    bias0: Optional[torch.Tensor] = None,
+    bias1: Optional[torch.Tensor] = None,
+    bias2: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """``decode_gemv`` with concatenated outputs (q/k/v) that also stores output i's heads into the KV cache
     cache_i [B, H_i, L, HD] at the positions cache_index [S] (rows m = b * S + s), the update HF's StaticCache
     makes with ``cache_i.index_copy_(2, cache_index, heads_i)``, heads_i = y_i.view(B, S, H_i, HD).transpose(1, 2).
     With ``index_base`` cache_index is one integer p (shape [] or [1]) and the positions are p + arange(S), S = M / B
     (StaticCache's ``arange(S) + cumulative_length``, read by the kernel instead of computed by one of its own).
-    Returns y [M, sum N_i]; the caches are written in place (every cache has one layout)."""
+    Returns y [M, sum N_i] (bias_i added to output i, as in ``decode_gemv``); the caches are written in place
+    (every cache has one layout)."""
     caches = (cache0, cache1, cache2)
     _check_cache_args(x, (w0, w1, w2), caches, cache_index, index_base)
     return _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, None, False, rope_cos, rope_sin, rope_dim,
-                rope_weights, caches, cache_index, index_base)
+                rope_weights, caches, cache_index, index_base, biases=(bias0, bias1, bias2))
 
 
 @decode_gemv_kv_write.register_fake
 def _(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, rope_cos, rope_sin, rope_dim, rope_weights, cache0,
-      cache1, cache2, cache_index, index_base=False):
+      cache1, cache2, cache_index, index_base=False, bias0=None, bias1=None, bias2=None):
     return x.new_empty((x.shape[0], _out_width(w0, w1, w2, None, False)))
 
 

@@ -45,8 +45,10 @@ def compile_for_hopper(fn, types: dict, constexprs: dict, aligned: tuple = (), *
 
 
 GEMV_MODES = {
-    # name: (CONCAT_W, HAS_NORM, SILU_MUL, HAS_RES, ROPE, CACHE_MASK)
+    # name: (CONCAT_W, HAS_NORM, SILU_MUL, HAS_RES, ROPE, CACHE_MASK[, BIAS_MASK])
     "qkv+norm": (3, True, False, False, False, 0),
+    "qkv+bias+norm+rope+kv_write": (3, True, False, False, True, 6, 7),  # Qwen2's q/k/v
+    "qkv+bias on q, v+norm": (3, True, False, False, False, 0, 5),
     "qkv+norm+rope": (3, True, False, False, True, 0),
     "qkv+norm+rope+kv_write": (3, True, False, False, True, 6),
     "qkv+norm+rope+kv_write+index_base": (3, True, False, False, True, 6),
@@ -69,7 +71,7 @@ def gemv_types(dtype: str) -> dict:
     (1, False, False, True), (16, False, False, False)])
 @pytest.mark.parametrize("mode", sorted(GEMV_MODES))
 def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late):
-    concat, norm, silu, res, rope, cache_mask = GEMV_MODES[mode]
+    concat, norm, silu, res, rope, cache_mask, bias_mask = (*GEMV_MODES[mode], 0)[:7]
     if norm_late and not norm:
         pytest.skip("the late-norm form needs a norm")
     types = gemv_types("bf16")
@@ -81,10 +83,12 @@ def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late):
         types.update(COS="*bf16", SIN="*bf16")
     if cache_mask:
         types.update(C1="*bf16", C2="*bf16", IDX="*i64")
+    if bias_mask:
+        types.update(B0="*bf16", B1="*bf16", B2="*bf16")
     asm = compile_for_hopper(gemv._gemv_kernel, types, dict(
         CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res, ROPE=rope,
         CACHE_MASK=cache_mask, IDX_BASE=mode.endswith("index_base"), BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256,
-        PREFETCH=prefetch, ACC1D=acc1d, NORM_LATE=norm_late), num_warps=4,
+        PREFETCH=prefetch, ACC1D=acc1d, NORM_LATE=norm_late, BIAS_MASK=bias_mask), num_warps=4,
         num_stages=3, aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
     assert "cubin" in asm and ".target sm_90" in asm["ptx"]
     if block_m > 1:  # Triton pipelines the loads that feed tl.dot through shared memory
@@ -97,7 +101,7 @@ def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late):
         plain = compile_for_hopper(gemv._gemv_kernel, types, dict(
             CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res,
             ROPE=rope, CACHE_MASK=cache_mask, BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256, PREFETCH=False,
-            ACC1D=acc1d, NORM_LATE=norm_late),
+            ACC1D=acc1d, NORM_LATE=norm_late, BIAS_MASK=bias_mask),
             num_warps=4, num_stages=3,
             aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
         assert len(weight_loads) == 2 * len(re.findall(r"ld\.global\.L1::evict_first\S*", plain["ptx"]))
