@@ -33,8 +33,8 @@ would compute them again for each layer's traced kernel.
 
 On the H200 RoPE took the 1B decode rate from 1.125 to 1.110 ms and removed Inductor's RoPE kernel. It folds only
 the exact ``rotate_half`` form, with one cos/sin of shape
-[B or 1, 1, S, D] shared by q and k, no bias, no other user of the unrotated heads, and outputs that are whole
-heads.
+[B or 1, 1, S, D] shared by q and k, no other user of the unrotated heads, and outputs that are whole heads.
+Biased q/k/v (Qwen2) fold the same way: the kernel adds each bias before the rotation, with addmm's one rounding.
 
 Also the final norm + lm_head (one weight). Matched forms: an RMSNorm with a weight (the HF Llama form
 ``w * n.to(T)`` or Gemma's ``(n * (1 + w.float())).to(T)``, as ``residual_norm`` matches it) whose output feeds
@@ -45,7 +45,8 @@ Fires only when: the row count M is static and <= 16 (``kernels.gemv.MAX_ROWS``)
 (policy ``auto``; ``FUSION_PASSES_DECODE_GEMV=always`` also fires on other devices, where the op runs as torch,
 for tests); weights are distinct 2-D contiguous graph inputs of the activation's dtype (no freezing
 constants, not mutated), K static; every intermediate it absorbs (normalised input, GEMM outputs, silu) has
-no other user; biases only where outputs are concatenated (added back in the graph); autograd is off.
+no other user; biases only where outputs are concatenated (the kernel adds them; a biased gate/up runs as two
+concatenated outputs, SiLU·mul left to Inductor); autograd is off.
 Above 16 rows the linears are left to cuBLAS and ``qkv_packing``; so are the shapes where our GEMV measured
 slower than cuBLAS (see ``HUGE_WEIGHT_BYTES`` / ``BATCHED_MAX_WEIGHT_BYTES``; ``gemv_table.BEATS_CUBLAS`` lists the
 large M = 1 shapes measured faster on a given GPU, which are fused there).
@@ -290,6 +291,9 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx, tables: dict) -> None:
         rope_args = [*shared_rows, d, len(chains)]
     writes = _cache_writes(lins, chains, m, ctx) if silu is None else None
     weights = [*[lin.weight for lin in lins], *[None] * (3 - len(lins))]
+    # concatenated outputs take their biases into the kernel (added before the rotation, one rounding as addmm)
+    biases = [] if silu is not None or all(lin.bias is None for lin in lins) else \
+        [*[lin.bias for lin in lins], *[None] * (3 - len(lins))]
     with graph.inserting_after(anchor):
         if writes:
             args = [x2, *weights, *tail[:4], *(rope_args or [None, None, 0, 0])]
@@ -297,11 +301,13 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx, tables: dict) -> None:
             mutated = tuple(len(args) + i for i, c in enumerate(caches) if c is not None)
             index = next(w.index for w in writes if w)
             base = _position_base(index)
+            position = [base, True] if base is not None else [index, False]
             outs, inserted = graph_utils.insert_traced(
-                graph, _KV_OP, [*args, *caches, *([base, True] if base is not None else [index])],
-                written=("Y", "C0", "C1", "C2"), mutated=mutated)
+                graph, _KV_OP, [*args, *caches, *position, *biases], written=("Y", "C0", "C1", "C2"),
+                mutated=mutated)
         else:
-            outs, inserted = _insert_op(graph, [x2, *weights, *tail, *rope_args], fake)
+            rope_args = rope_args or ([None, None, 0, 0] if biases else [])
+            outs, inserted = _insert_op(graph, [x2, *weights, *tail, *rope_args, *biases], fake)
     replaced = [*norm.interior, norm.y, *(lin.mm for lin in lins)]
     detail = {"prologue": f"rms_norm ({norm.form})", "shape": [m, k, [lin.width for lin in lins]],
               "weights": [lin.weight.name for lin in lins]}
@@ -317,7 +323,9 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx, tables: dict) -> None:
         inserted.append(y)
     else:
         cached = [w for w in writes or () if w]
-        epilogue = "concatenated outputs" + (f", rope on {len(chains)} (head dim {chains[0].dim})" if chains else "")
+        n_biases = sum(b is not None for b in biases)
+        epilogue = "concatenated outputs" + (f", bias on {n_biases}" if n_biases else "")
+        epilogue += f", rope on {len(chains)} (head dim {chains[0].dim})" if chains else ""
         epilogue += f", kv-cache write of {len(cached)}" if cached else ""
         rope_nodes = [n for c in chains for n in c.interior]
         ctx.matched([*replaced, *rope_nodes, *(w.update for w in cached)], inserted, anchor=lins[0].mm,
@@ -332,11 +340,6 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx, tables: dict) -> None:
                     piece = fake.call(graph, aten.slice.Tensor, outs[0], 1, start, start + lin.width)
                 inserted.append(piece)
             last = piece
-            if lin.bias is not None:
-                with graph.inserting_after(piece):
-                    piece = fake.call(graph, aten.add.Tensor, piece, lin.bias)
-                inserted.append(piece)
-                last = piece
             start += lin.width
             linears.replace_output(graph, lin.mm, piece, fake)
         for chain in chains:
@@ -367,11 +370,9 @@ class _RopeChain:
 
 
 def _heads(lin: linears.Linear, m: int) -> fx.Node | None:
-    """The [B, H, S, D] heads view of a bias-free linear's [M, N] output, ``permute(reshape(mm, [B, S, H, D]),
-    [0, 2, 1, 3])`` through only-user reshapes, with B * S = M and H * D = N."""
+    """The [B, H, S, D] heads view of a linear's [M, N] output (bias included: the kernel adds it first),
+    ``permute(reshape(mm, [B, S, H, D]), [0, 2, 1, 3])`` through only-user reshapes, with B * S = M and H * D = N."""
     node = lin.mm
-    if lin.bias is not None:
-        return None  # the bias would have to be added first
     while (nxt := sole_user(node)) is not None and is_op(nxt, *_RESHAPES):
         node = nxt
     heads = sole_user(node)

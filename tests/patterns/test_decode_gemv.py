@@ -188,12 +188,8 @@ class RopeVariants(nn.Module):
         return (qr, kr) if v is None else (qr, kr, v)
 
 
-@pytest.mark.parametrize("twist, v_width, folded", [("interleaved", 0, 0), ("q_reused", 0, 1), ("per_head_cos", 0, 1),
-                                                     ("bias", 0, 1), ("partial", 0, 1), ("plain", 12, 0)])
-def test_rope_not_folded(rope_on, twist, v_width, folded):
-    """Another rotation, the unrotated q used elsewhere, a cos that differs per head, a bias on q, a partial
-    rotary on q: q's rope stays outside the GEMV (k's, untouched by the twist, is still folded). A v output that is not whole heads (12 wide,
-    heads of 8): the kernel's column pairs would straddle it, so neither is folded."""
+def _rope_variant_records(twist, v_width):
+    """RopeVariants compiled with decode_gemv on random inputs, its outputs checked against eager: the records."""
     torch.manual_seed(0)
     mod = RopeVariants(twist, v_width)
     x, angle = torch.randn(2, 1, 32), torch.rand(2, 1, 4) * 6
@@ -203,6 +199,27 @@ def test_rope_not_folded(rope_on, twist, v_width, folded):
         out, recs = compile_with_records(mod, x, cos, sin, patterns=PATTERN)
     for a, b in zip(out, expected):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    return recs
+
+
+def test_rope_folds_over_a_biased_projection(rope_on):
+    """A bias on q (Qwen2 has them on q, k and v): the kernel adds it before rotating, so both ropes fold and no
+    bias add is left in the graph."""
+    recs = _rope_variant_records("bias", 16)
+    [m] = matches(recs)
+    assert "bias on 1" in m.detail["epilogue"] and "rope on 2" in m.detail["epilogue"]
+    before, after = ops_of(recs, "before"), ops_of(recs, "after")
+    assert before["aten.addmm"] == 1 and "aten.addmm" not in after
+    assert after.get("aten.add", 0) == 0  # neither the ropes' adds nor a bias add is left
+
+
+@pytest.mark.parametrize("twist, v_width, folded", [("interleaved", 0, 0), ("q_reused", 0, 1), ("per_head_cos", 0, 1),
+                                                     ("partial", 0, 1), ("plain", 12, 0)])
+def test_rope_not_folded(rope_on, twist, v_width, folded):
+    """Another rotation, the unrotated q used elsewhere, a cos that differs per head, a partial rotary on q: q's
+    rope stays outside the GEMV (k's, untouched by the twist, is still folded). A v output that is not whole heads
+    (12 wide, heads of 8): the kernel's column pairs would straddle it, so neither is folded."""
+    recs = _rope_variant_records(twist, v_width)
     ms = matches(recs)
     assert ms and sum(m.detail.get("epilogue", "").count(f"rope on {folded}") for m in ms) == (1 if folded else 0)
     assert not any("rope on 2" in m.detail.get("epilogue", "") for m in ms)
@@ -383,21 +400,22 @@ def test_cuda_rewrite_traces_the_kernel_and_reads_the_weights_in_place():
     assert [k.kwargs["tensors_to_clone"] for k in kernels] == [[], []]
 
 
-def _attention_layer(positions="shared", accumulate=False, rope=True, heads=4, kv_heads=2, d=16):
+def _attention_layer(positions="shared", accumulate=False, rope=True, heads=4, kv_heads=2, d=16, bias=False):
     """An HF Llama attention block's projections at decode, as in the post-grad graph: RMSNorm -> q/k/v -> RoPE
     on q/k -> StaticCache's update of both caches (functional index_put + copy_ back into the graph inputs).
     Returns (fn, its argument shapes). ``positions``: "shared" (one index tensor), "base" (HF StaticCache's
     ``arange(S) + cumulative_length``), "separate" (k and v at different index tensors), "from_k" (the positions
-    computed from k itself)."""
+    computed from k itself). ``bias``: q/k/v have biases (Qwen2), three more arguments."""
     b, s, k = 1, 1, 64
 
     def rotate_half(x):  # narrow, not [..., a:b]: tensor indexing is unavailable on fake CUDA in a CPU build
         return torch.cat([-x.narrow(-1, d // 2, d // 2), x.narrow(-1, 0, d // 2)], -1)
 
-    def layer(h, nw, wq, wk, wv, cos, sin, kc, vc, pos, pos_v):
+    def layer(h, nw, wq, wk, wv, cos, sin, kc, vc, pos, pos_v, bq=None, bk=None, bv=None):
         hf = h.float()
         xn = nw * (hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(h.dtype)
-        q, key, v = (F.linear(xn, w).view(b, s, -1, d).transpose(1, 2) for w in (wq, wk, wv))
+        q, key, v = (F.linear(xn, w, bias_).view(b, s, -1, d).transpose(1, 2)
+                     for w, bias_ in zip((wq, wk, wv), (bq, bk, bv)))
         if rope:
             c, sn = cos.unsqueeze(1), sin.unsqueeze(1)
             q, key = q * c + rotate_half(q) * sn, key * c + rotate_half(key) * sn
@@ -414,8 +432,12 @@ def _attention_layer(positions="shared", accumulate=False, rope=True, heads=4, k
         return out
 
     pos = (() if positions == "base" else (s,), torch.int64)
-    return layer, [(b, s, k), (k,), (heads * d, k), (kv_heads * d, k), (kv_heads * d, k), (b, s, d), (b, s, d),
-                   (b, kv_heads, 32, d), (b, kv_heads, 32, d), pos, pos]
+    def plain(h, nw, wq, wk, wv, cos, sin, kc, vc, pos, pos_v):  # the tracer wants every argument given
+        return layer(h, nw, wq, wk, wv, cos, sin, kc, vc, pos, pos_v)
+
+    biases = [(heads * d,), (kv_heads * d,), (kv_heads * d,)] if bias else []
+    return layer if bias else plain, [(b, s, k), (k,), (heads * d, k), (kv_heads * d, k), (kv_heads * d, k), (b, s, d), (b, s, d),
+                   (b, kv_heads, 32, d), (b, kv_heads, 32, d), pos, pos, *biases]
 
 
 def _qkv_kernel(gm):
@@ -423,23 +445,29 @@ def _qkv_kernel(gm):
     return kernel
 
 
+@pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("rope, mask", [("on", 6), ("off", 4)])
-def test_cuda_kv_cache_write_in_the_qkv_epilogue(monkeypatch, rope, mask):
+def test_cuda_kv_cache_write_in_the_qkv_epilogue(monkeypatch, rope, mask, bias):
     """#8: with FUSION_PASSES_DECODE_KV_WRITE=on the q/k/v GEMV also stores k and v into the caches: the two
     index_put (Inductor's scatter kernels) are gone, and after Inductor's reinplacing the kernel writes the graph's
     cache inputs in place (no cache copy, no copy_ back). Without the RoPE fold k is rotated by Inductor after the
-    GEMV, so only v's write can move."""
+    GEMV, so only v's write can move. With Qwen2's q/k/v biases the kernel adds them first (BIAS_MASK)."""
     from torch._inductor.fx_passes.reinplace import reinplace_inplaceable_ops_core
 
     monkeypatch.setenv(decode_gemv.KV_WRITE_POLICY_ENV, "on")
     monkeypatch.setenv(decode_gemv.ROPE_POLICY_ENV, rope)
-    fn, shapes = _attention_layer()
+    fn, shapes = _attention_layer(bias=bias)
     gm, rec = apply_on_fake_cuda(decode_gemv, fn, *shapes)
     [m] = rec.matches
     assert m.detail["epilogue"].endswith(f"kv-cache write of {bin(mask).count('1')}")
     kernel = _qkv_kernel(gm)
     args, inputs = kernel.kwargs["kwargs"], {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
     assert args["CACHE_MASK"] == mask and args["IDX"] is inputs["pos_1"]
+    assert args["BIAS_MASK"] == (7 if bias else 0) and ("bias on 3" in m.detail["epilogue"]) == bias
+    if bias:
+        assert [args[f"B{i}"] for i in range(3)] == [inputs[f"{n}_1"] for n in ("bq", "bk", "bv")]
+        assert all(list(inputs[f"{n}_1"].users) == [kernel] for n in ("bq", "bk", "bv"))  # no bias add left
+        assert not [n for n in gm.graph.nodes if op_name(n) == "aten.addmm"]
     assert args["C2"] is inputs["vc_1"] and (args.get("C1") is inputs["kc_1"]) == (rope == "on")
     index_puts = [n for n in gm.graph.nodes if op_name(n) == "aten.index_put"]
     assert len(index_puts) == (0 if rope == "on" else 1)
