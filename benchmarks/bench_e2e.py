@@ -35,19 +35,28 @@ CONFIGS = {
                      intermediate_size=8192, vocab_size=128256, tie_word_embeddings=True),
     "llama-8b": dict(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
                      intermediate_size=14336, vocab_size=128256, tie_word_embeddings=False),
+    # Qwen2.5-1.5B's shape: q/k/v with biases, 2 KV heads of 128, a 152K vocabulary (a real Qwen2ForCausalLM)
+    "qwen2-1.5b": dict(hidden_size=1536, num_hidden_layers=28, num_attention_heads=12, num_key_value_heads=2,
+                       intermediate_size=8960, vocab_size=151936, tie_word_embeddings=True, arch="qwen2"),
     "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                  intermediate_size=128, vocab_size=256, tie_word_embeddings=True),
+    "tiny-qwen2": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                       intermediate_size=128, vocab_size=256, tie_word_embeddings=True, arch="qwen2"),
 }
 
 
 def build_model(name: str, attn: str, device: str, dtype: torch.dtype):
-    from transformers import LlamaConfig, LlamaForCausalLM
+    """A real transformers model of ``CONFIGS[name]``'s shape (Llama unless its ``arch`` says qwen2), random
+    weights (seed 0), in ``dtype`` on ``device``."""
+    import transformers
 
-    cfg = LlamaConfig(**CONFIGS[name], max_position_embeddings=4096, rms_norm_eps=1e-5,
-                      attn_implementation=attn)
+    kw = dict(CONFIGS[name])
+    arch = {"llama": "Llama", "qwen2": "Qwen2"}[kw.pop("arch", "llama")]
+    cfg = getattr(transformers, f"{arch}Config")(**kw, max_position_embeddings=4096, rms_norm_eps=1e-5,
+                                                 attn_implementation=attn)
     torch.manual_seed(0)
     with torch.device(device):
-        model = LlamaForCausalLM(cfg).to(dtype).eval()
+        model = getattr(transformers, f"{arch}ForCausalLM")(cfg).to(dtype).eval()
     return model
 
 
@@ -311,8 +320,9 @@ def main(argv=None) -> int:
     p.add_argument("--tiny", action="store_true", help="CPU smoke run: tiny config, short workloads")
     p.add_argument("--out", default=None, help="JSON path (default benchmarks/results/<device>_<torch>.json)")
     args = p.parse_args(argv)
-    if args.tiny:
-        args.model, args.batches, args.iters = "tiny", [2], 3
+    if args.tiny:  # a tiny-* model given (tiny-qwen2) stays
+        args.model = args.model if args.model.startswith("tiny") else "tiny"
+        args.batches, args.iters = [2], 3
         if args.workloads == p.get_default("workloads"):
             args.workloads = ["prefill-32", "decode-32"]
     from tabulate import tabulate

@@ -39,6 +39,7 @@
 #                                 # GEMV table and state_updates vs ours now vs ours + kv (CUDA graphs)
 #   bash benchmarks/run_gpu.sh kernel_tests  # tests/kernels on CUDA (one config per launch, every autotuner config once)
 #   bash benchmarks/run_gpu.sh normlate [model]  # the GEMVs' late-norm form: chain and decode step, exact vs late
+#   bash benchmarks/run_gpu.sh qwen2 [eager|sdpa]  # Qwen2.5-1.5B-shaped decode (q/k/v biases in the GEMV): stock vs ours
 # On a machine with two GPUs, two parts can run at once: CUDA_VISIBLE_DEVICES=1 bash benchmarks/run_gpu.sh ...
 # Results land in $OUT (the device tool brings them back) and are then copied to benchmarks/results/.
 set -uo pipefail
@@ -194,8 +195,12 @@ case "${1:-}" in
     timeout 380 python3 benchmarks/bench_e2e.py --model "${2:-llama-1b}" --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep fusion_passes+normlate+graphstep --budget-s 300 \
       --out "$OUT/e2e_decode_normlate_${2:-llama-1b}.json" 2>&1 | grep -v Warning | tail -6 ;;
+  qwen2)
+    python3 benchmarks/bench_e2e.py --model qwen2-1.5b --attn "${2:-eager}" --workloads decode-1024 \
+      --variants stock+cudagraphs fusion_passes+cudagraphs fusion_passes+graphstep --budget-s 420 \
+      --out "$OUT/e2e_decode_qwen2-1.5b_${2:-eager}.json" 2>&1 | grep -v Warning | tail -6 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|qwen2" >&2
      exit 2 ;;
 esac
