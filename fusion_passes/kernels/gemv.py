@@ -5,6 +5,7 @@
     y   = cat([xn @ W_0.T, xn @ W_1.T, xn @ W_2.T], 1)       -> [M, sum N_i]  (q/k/v: 1-3 weights, one launch)
     y_i = y_i + b_i                                          (biases, optional: concatenated outputs only)
     y   = silu(xn @ W_0.T) * (xn @ W_1.T)                    -> [M, N_0]      (gate/up, silu_mul=True)
+    y   = gelu_tanh(xn @ W_0.T) * (xn @ W_1.T)               -> [M, N_0]      (Gemma's GeGLU: + gelu_tanh=True)
     y   = xn @ W_0.T + residual                              -> [M, N_0]      (o/down proj, residual given)
     y_i = rope(y_i, cos, sin)  for the first rope_weights of the concatenated outputs (q, k; optional)
     # fused
@@ -21,6 +22,7 @@ model dtype T where eager rounds it, so the result differs from eager's only by 
     g  = (xn @ W_0.T) -> T
     y_i = (xn @ W_i.T + b_i) -> T                            one rounding, as eager's addmm
     y  = (silu(g) -> T) * ((xn @ W_1.T) -> T) -> T           silu(g) = g / (1 + exp(-g)), in fp32
+    gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3))), in fp32, in place of silu
     y  = (g + residual) -> T
     rope, per head of rope_dim columns (h = rope_dim / 2, cos/sin [M, rope_dim] in T, HF's rotate_half form):
     y[j]     = ((y[j] * cos[j]) -> T + (-y[j + h] * sin[j]) -> T) -> T                 j < h
@@ -186,7 +188,8 @@ if triton is not None:
         NORM_LATE: tl.constexpr,  # M = 1 only: squares summed in the main loop, 1/rms applied after the dot
         NORM_CAST: tl.constexpr,
         NORM_OFFSET: tl.constexpr,
-        SILU_MUL: tl.constexpr,
+        SILU_MUL: tl.constexpr,  # y = act(g) * u, act silu ...
+        GELU_TANH: tl.constexpr,  # ... or gelu with the tanh approximation
         HAS_RES: tl.constexpr,
         BIAS_MASK: tl.constexpr,  # bit i: output i has a bias, added before the rotation and the cache write
         ROPE: tl.constexpr,  # programs own column pairs (j, j + rope_dim/2) of every weight
@@ -350,7 +353,11 @@ if triton is not None:
         out_mask = m_ok[:, None] & n_ok[None, :]
         if SILU_MUL:
             g = y.to(tl.float32)
-            s = (g / (1.0 + tl.exp(-g))).to(T)
+            if GELU_TANH:  # tanh(z) = 1 - 2 / (exp(2z) + 1): exact at both infinities, no libdevice
+                z = 0.7978845608028654 * (g + 0.044715 * g * g * g)
+                s = (0.5 * g * (2.0 - 2.0 / (tl.exp(2.0 * z) + 1.0))).to(T)
+            else:
+                s = (g / (1.0 + tl.exp(-g))).to(T)
             y = (s.to(tl.float32) * y_u.to(T).to(tl.float32)).to(T)
         if HAS_RES:
             r = tl.load(R + rm[:, None] * stride_r + rn[None, :], mask=out_mask, other=0.0)
@@ -380,8 +387,8 @@ if triton is not None:
 
     # One autotuner per M tile (configs differ); both run the same kernel. Not prune_configs_by: Inductor's
     # support for user-defined autotuned kernels does not cover every pruning hook.
-    _KEY = ["K", "N0", "N1", "N2", "CONCAT_W", "HAS_NORM", "NORM_LATE", "SILU_MUL", "HAS_RES", "BIAS_MASK", "ROPE",
-            "CACHE_MASK", "IEEE_F32"]
+    _KEY = ["K", "N0", "N1", "N2", "CONCAT_W", "HAS_NORM", "NORM_LATE", "SILU_MUL", "GELU_TANH", "HAS_RES",
+            "BIAS_MASK", "ROPE", "CACHE_MASK", "IEEE_F32"]
     _gemv_m1 = {p: triton.autotune(configs=_configs(dot=False, prefetch=p), key=_KEY)(_gemv_kernel)
                 for p in (False, True)}  # keyed by "may prefetch"; the benchmarks time both
     _gemv_m16 = triton.autotune(configs=_configs(dot=True), key=_KEY)(_gemv_kernel)
@@ -426,7 +433,7 @@ def _block_m(m: int) -> int:
 def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y,
             rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0, prefetch: Optional[bool] = None,
             caches=(None, None, None), cache_index=None, index_base: bool = False,
-            config: Optional[dict] = None, biases=(None, None, None)) -> None:
+            config: Optional[dict] = None, biases=(None, None, None), gelu_tanh: bool = False) -> None:
     """Launch the kernel into ``y``; ``config`` (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages) skips the
     autotuner (the interpreter always does: it would time every config)."""
     m, k = x.shape
@@ -447,6 +454,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         NORM_CAST=norm_cast,
         NORM_OFFSET=norm_offset != 0.0,
         SILU_MUL=silu_mul,
+        GELU_TANH=gelu_tanh,
         HAS_RES=residual is not None,
         BIAS_MASK=sum(1 << i for i, b in enumerate(biases) if b is not None),
         ROPE=rope,
@@ -513,7 +521,7 @@ def rope(y: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
 
 def reference(x, w0, w1=None, w2=None, norm_weight=None, eps=1e-6, norm_offset=0.0, norm_cast=True,
               residual=None, silu_mul=False, rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0,
-              biases=(None, None, None)) -> torch.Tensor:
+              biases=(None, None, None), gelu_tanh=False) -> torch.Tensor:
     """The op's math in plain torch, rounding where eager rounds (the CPU implementation and the tests' oracle)."""
     t = x.dtype
     if norm_weight is not None:
@@ -523,7 +531,8 @@ def reference(x, w0, w1=None, w2=None, norm_weight=None, eps=1e-6, norm_offset=0
         x = (xf * (norm_weight.float() + norm_offset)).to(t)
     if silu_mul:
         g = (x @ w0.t()).float()
-        return ((g / (1.0 + torch.exp(-g))).to(t) * (x @ w1.t())).contiguous()
+        act = torch.nn.functional.gelu(g, approximate="tanh") if gelu_tanh else g / (1.0 + torch.exp(-g))
+        return (act.to(t) * (x @ w1.t())).contiguous()
     if residual is not None:
         return x @ w0.t() + residual
     outs = [x @ w.t() if b is None else torch.addmm(b, x, w.t()) for w, b in zip((w0, w1, w2), biases)
@@ -554,26 +563,30 @@ def decode_gemv(
     bias0: Optional[torch.Tensor] = None,
     bias1: Optional[torch.Tensor] = None,
     bias2: Optional[torch.Tensor] = None,
+    gelu_tanh: bool = False,
 ) -> torch.Tensor:
     """x [M, K] (M <= 16), W_i [N_i, K] -> [M, sum N_i], or [M, N_0] with silu_mul / residual (see module doc).
     With rope_weights > 0 (concatenated outputs only), the first rope_weights outputs are rotated per head of
     rope_dim columns by rope_cos / rope_sin [M, rope_dim]; every N_i must be a multiple of rope_dim.
-    bias_i [N_i] (concatenated outputs only) is added to output i before the rotation."""
+    bias_i [N_i] (concatenated outputs only) is added to output i before the rotation. gelu_tanh (with silu_mul):
+    the gate's activation is gelu's tanh form instead of silu."""
     return _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos, rope_sin,
-                rope_dim, rope_weights, biases=(bias0, bias1, bias2))
+                rope_dim, rope_weights, biases=(bias0, bias1, bias2), gelu_tanh=gelu_tanh)
 
 
 def _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos, rope_sin, rope_dim,
          rope_weights, caches=(None, None, None), cache_index=None, index_base=False,
-         biases=(None, None, None)) -> torch.Tensor:
+         biases=(None, None, None), gelu_tanh=False) -> torch.Tensor:
     """Both ops' body: the kernel on CUDA (or in the interpreter), else the torch reference."""
     if rope_weights and (silu_mul or residual is not None or rope_dim % 2
                          or any(w is not None and w.shape[0] % rope_dim for w in (w0, w1, w2))):
         raise ValueError("decode_gemv: rope needs concatenated outputs whose widths are multiples of an even rope_dim")
     _check_biases(x, (w0, w1, w2), biases, silu_mul or residual is not None)
+    if gelu_tanh and not silu_mul:
+        raise ValueError("decode_gemv: gelu_tanh picks the gate's activation: it needs silu_mul=True")
     if not _use_triton(x):
         y = reference(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos,
-                      rope_sin, rope_dim, rope_weights, biases)
+                      rope_sin, rope_dim, rope_weights, biases, gelu_tanh)
         if cache_index is not None:
             if index_base:  # the positions the kernel computes: p + s, s < S
                 seq_len = _cache_layout(caches, cache_index, True, x.shape[0])[0]
@@ -586,7 +599,8 @@ def _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu
     )  # no-ops for what the pass inserts: activations and parameters are contiguous (never the caches: written)
     y = torch.empty((x.shape[0], _out_width(w0, w1, w2, residual, silu_mul)), dtype=x.dtype, device=x.device)
     _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y, rope_cos, rope_sin,
-            rope_dim, rope_weights, caches=caches, cache_index=cache_index, index_base=index_base, biases=biases)
+            rope_dim, rope_weights, caches=caches, cache_index=cache_index, index_base=index_base, biases=biases,
+            gelu_tanh=gelu_tanh)
     return y
 
 
@@ -603,7 +617,7 @@ def _check_biases(x, weights, biases, single_output: bool) -> None:
 
 @decode_gemv.register_fake
 def _(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos=None, rope_sin=None,
-      rope_dim=0, rope_weights=0, bias0=None, bias1=None, bias2=None):
+      rope_dim=0, rope_weights=0, bias0=None, bias1=None, bias2=None, gelu_tanh=False):
     return x.new_empty((x.shape[0], _out_width(w0, w1, w2, residual, silu_mul)))
 
 

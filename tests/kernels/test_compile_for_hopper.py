@@ -53,6 +53,7 @@ GEMV_MODES = {
     "qkv+norm+rope+kv_write": (3, True, False, False, True, 6),
     "qkv+norm+rope+kv_write+index_base": (3, True, False, False, True, 6),
     "gate_up+silu": (1, True, True, False, False, 0),
+    "gate_up+gelu_tanh": (1, True, True, False, False, 0),  # Gemma's GeGLU (GELU_TANH from the name)
     "o+residual": (1, False, False, True, False, 0),
     "lm_head": (1, True, False, False, False, 0),
 }
@@ -88,7 +89,8 @@ def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late):
     asm = compile_for_hopper(gemv._gemv_kernel, types, dict(
         CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res, ROPE=rope,
         CACHE_MASK=cache_mask, IDX_BASE=mode.endswith("index_base"), BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256,
-        PREFETCH=prefetch, ACC1D=acc1d, NORM_LATE=norm_late, BIAS_MASK=bias_mask), num_warps=4,
+        PREFETCH=prefetch, ACC1D=acc1d, NORM_LATE=norm_late, BIAS_MASK=bias_mask, GELU_TANH="gelu" in mode),
+        num_warps=4,
         num_stages=3, aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
     assert "cubin" in asm and ".target sm_90" in asm["ptx"]
     if block_m > 1:  # Triton pipelines the loads that feed tl.dot through shared memory
@@ -101,7 +103,7 @@ def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late):
         plain = compile_for_hopper(gemv._gemv_kernel, types, dict(
             CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res,
             ROPE=rope, CACHE_MASK=cache_mask, BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256, PREFETCH=False,
-            ACC1D=acc1d, NORM_LATE=norm_late, BIAS_MASK=bias_mask),
+            ACC1D=acc1d, NORM_LATE=norm_late, BIAS_MASK=bias_mask, GELU_TANH="gelu" in mode),
             num_warps=4, num_stages=3,
             aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
         assert len(weight_loads) == 2 * len(re.findall(r"ld\.global\.L1::evict_first\S*", plain["ptx"]))

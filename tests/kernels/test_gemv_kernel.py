@@ -40,9 +40,9 @@ def test_kernels_in_interpreter():
     run_in_interpreter(__file__)
 
 
-def _reference64(x, ws, nw, eps, res, silu, cast, biases=None):
-    """float64 math, rounding to x.dtype where eager does (after the norm, after each GEMM with its bias, silu,
-    product)."""
+def _reference64(x, ws, nw, eps, res, silu, cast, biases=None, gelu=False):
+    """float64 math, rounding to x.dtype where eager does (after the norm, after each GEMM with its bias, silu (or
+    with ``gelu`` gelu's tanh form), product)."""
     t = x.dtype
 
     def rnd(v):
@@ -56,7 +56,8 @@ def _reference64(x, ws, nw, eps, res, silu, cast, biases=None):
     outs = [rnd(xd @ w.double().t() + (0 if b is None else b.double())) for w, b in zip(ws, biases)]
     if silu:
         g = outs[0]
-        return rnd(rnd(g / (1 + torch.exp(-g))) * outs[1])
+        act = torch.nn.functional.gelu(g, approximate="tanh") if gelu else g / (1 + torch.exp(-g))
+        return rnd(rnd(act) * outs[1])
     if res is not None:
         return rnd(outs[0] + res.double())
     return torch.cat(outs, 1)
@@ -68,6 +69,7 @@ CASES = {
     "two": ((32, 48), "cat"),
     "lm_head": ((70,), "cat"),
     "gate_up": ((40, 40), "silu"),
+    "geglu": ((40, 40), "gelu"),  # Gemma's gate/up
     "residual": ((40,), "res"),
 }
 
@@ -198,13 +200,14 @@ def _check_kernel(case, rows, dtype, norm, config=None):
     nw = (torch.rand(k, dtype=dtype, device=DEVICE) + 0.5) if norm else None
     res = torch.randn(rows, widths[0], dtype=dtype, device=DEVICE) if mode == "res" else None
     w3 = ws + [None] * (3 - len(ws))
-    args = (x, w3[0], w3[1], w3[2], nw, 1e-6, 0.0, True, res, mode == "silu")
+    gated, gelu = mode in ("silu", "gelu"), mode == "gelu"
+    args = (x, w3[0], w3[1], w3[2], nw, 1e-6, 0.0, True, res, gated)
     if config is None:
-        got = torch.ops.fusion_passes.decode_gemv(*args)
+        got = torch.ops.fusion_passes.decode_gemv(*args, gelu_tanh=gelu)
     else:
         got = torch.empty(rows, widths[0] if mode != "cat" else sum(widths), dtype=dtype, device=DEVICE)
-        gemv._launch(*args, got, config=config)
-    want = _reference64(x, ws, nw, 1e-6, res, mode == "silu", True)
+        gemv._launch(*args, got, config=config, gelu_tanh=gelu)
+    want = _reference64(x, ws, nw, 1e-6, res, gated, True, gelu=gelu)
     assert got.shape == want.shape and got.dtype == dtype
     scale = want.abs().max().item()
     err = (got.double() - want).abs().max().item()
