@@ -5,7 +5,7 @@
     q, k, v = mm(xn, Wq.T), mm(xn, Wk.T), mm(xn, Wv.T)
     h   = h + mm(attn, Wo.T)                               # o-proj, then the residual add
     xn  = rms_norm(h) * w_post
-    a   = silu(mm(xn, Wg.T)) * mm(xn, Wu.T)                # gate/up, silu decomposed into 5 ops
+    a   = silu(mm(xn, Wg.T)) * mm(xn, Wu.T)                # gate/up, silu decomposed into 5 ops (Gemma: gelu_tanh)
     h   = h + mm(a, Wd.T)                                  # down-proj + residual
     # after: four kernels, each reading its weights once
     qkv = decode_gemv(h, Wq, Wk, Wv, norm_weight=w_in)     -> [M, Nq + Nk + Nv]; q, k, v are column slices
@@ -38,8 +38,10 @@ Biased q/k/v (Qwen2) fold the same way: the kernel adds each bias before the rot
 
 Also the final norm + lm_head (one weight). Matched forms: an RMSNorm with a weight (the HF Llama form
 ``w * n.to(T)`` or Gemma's ``(n * (1 + w.float())).to(T)``, as ``residual_norm`` matches it) whose output feeds
-only 1-3 linears; ``silu(g) * u`` as ``aten.silu``, ``g * sigmoid(g)`` or Inductor's ``g / (1 + exp(-g))``, with
-or without the fp32 round trip; ``add`` of a linear's output and a same-shape, same-dtype tensor.
+only 1-3 linears; ``act(g) * u`` with act SiLU (Llama, Qwen2, Mistral) or GELU's tanh form (Gemma's GeGLU),
+however spelled (``aten.silu``, ``g * sigmoid(g)``, a decomposition, with or without an fp32 round trip): the
+elementwise chain from g is run on 4,100 values and must equal one of them to within one rounding;
+``add`` of a linear's output and a same-shape, same-dtype tensor.
 
 Fires only when: the row count M is static and <= 16 (``kernels.gemv.MAX_ROWS``); the graph is on CUDA
 (policy ``auto``; ``FUSION_PASSES_DECODE_GEMV=always`` also fires on other devices, where the op runs as torch,
@@ -54,6 +56,7 @@ large M = 1 shapes measured faster on a given GPU, which are fused there).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -259,21 +262,21 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx, tables: dict) -> None:
     lins = [_linear(mm) for mm in mms]
     if len({lin.weight for lin in lins}) != len(lins):
         raise _NoMatch("decode linears share a weight; not folded")
-    silu = _silu_mul(lins) if len(lins) == 2 else None
-    if silu is None and len(lins) > 3:
+    gated = _gated_mul(lins) if len(lins) == 2 else None
+    if gated is None and len(lins) > 3:
         raise _NoMatch(f"{len(lins)} linears read the normalised input; the GEMV kernel concatenates at most 3")
-    if silu is not None:
-        lins = silu[1]
+    if gated is not None:
+        lins = gated[1]
         if any(lin.bias is not None for lin in lins):
-            silu = None
+            gated = None
     m, k = val(lins[0].x2).shape
-    _check_measured_faster(m, lins, "silu" if silu is not None else "cat")
-    rope = _rope_epilogue(lins, m, ctx) if silu is None and len(lins) >= 2 and rope_policy() == "on" else None
+    _check_measured_faster(m, lins, "silu" if gated is not None else "cat")
+    rope = _rope_epilogue(lins, m, ctx) if gated is None and len(lins) >= 2 and rope_policy() == "on" else None
     chains = []
     if rope is not None:
         lins, chains = rope  # the rotated outputs first: the kernel rotates the first rope_weights
     fake = linears.FakeEval(val(norm.x))
-    tail = [norm.weight, norm.eps, norm.weight_offset, norm.cast_before_weight, None, silu is not None]
+    tail = [norm.weight, norm.eps, norm.weight_offset, norm.cast_before_weight, None, gated is not None]
     with graph.inserting_after(norm.y):
         x2 = fake.call(graph, aten.reshape.default, norm.x, [m, k])
     rope_args, anchor, local_rows, shared_rows = [], x2, [], []
@@ -289,34 +292,34 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx, tables: dict) -> None:
             shared_rows.append(shared)
             anchor = new[-1] if new else row
         rope_args = [*shared_rows, d, len(chains)]
-    writes = _cache_writes(lins, chains, m, ctx) if silu is None else None
+    writes = _cache_writes(lins, chains, m, ctx) if gated is None else None
     weights = [*[lin.weight for lin in lins], *[None] * (3 - len(lins))]
     # concatenated outputs take their biases into the kernel (added before the rotation, one rounding as addmm)
-    biases = [] if silu is not None or all(lin.bias is None for lin in lins) else \
-        [*[lin.bias for lin in lins], *[None] * (3 - len(lins))]
+    biases = [None] * 3 if gated is not None else [*[lin.bias for lin in lins], *[None] * (3 - len(lins))]
+    rope_args = rope_args or [None, None, 0, 0]
     with graph.inserting_after(anchor):
         if writes:
-            args = [x2, *weights, *tail[:4], *(rope_args or [None, None, 0, 0])]
+            args = [x2, *weights, *tail[:4], *rope_args]
             caches = [w.cache if w else None for w in [*writes, *[None] * (3 - len(writes))]]
             mutated = tuple(len(args) + i for i, c in enumerate(caches) if c is not None)
             index = next(w.index for w in writes if w)
             base = _position_base(index)
             position = [base, True] if base is not None else [index, False]
             outs, inserted = graph_utils.insert_traced(
-                graph, _KV_OP, [*args, *caches, *position, *biases], written=("Y", "C0", "C1", "C2"),
-                mutated=mutated)
+                graph, _KV_OP, _without_defaults(_KV_OP, [*args, *caches, *position, *biases]),
+                written=("Y", "C0", "C1", "C2"), mutated=mutated)
         else:
-            rope_args = rope_args or ([None, None, 0, 0] if biases else [])
-            outs, inserted = _insert_op(graph, [x2, *weights, *tail, *rope_args, *biases], fake)
+            gelu = gated is not None and gated[3] == "gelu_tanh"
+            outs, inserted = _insert_op(graph, [x2, *weights, *tail, *rope_args, *biases, gelu], fake)
     replaced = [*norm.interior, norm.y, *(lin.mm for lin in lins)]
     detail = {"prologue": f"rms_norm ({norm.form})", "shape": [m, k, [lin.width for lin in lins]],
               "weights": [lin.weight.name for lin in lins]}
     last = inserted[-1]
-    if silu is not None:
-        final, _, chain = silu
+    if gated is not None:
+        final, _, chain, act = gated
         with graph.inserting_after(last):
             y = fake.call(graph, aten.reshape.default, outs[0], list(val(final).shape))
-        ctx.matched([*replaced, *chain, final], inserted, anchor=final, detail={**detail, "epilogue": "silu * mul"},
+        ctx.matched([*replaced, *chain, final], inserted, anchor=final, detail={**detail, "epilogue": f"{act} * mul"},
                     saved_bytes=sum(graph_utils.tensor_bytes(n) for n in norm.interior))
         final.replace_all_uses_with(y)
         dead = [final, *chain]
@@ -548,64 +551,117 @@ def _linears_reading(y: fx.Node) -> list[fx.Node] | None:
     return mms or None
 
 
-def _silu_mul(lins: list[linears.Linear]):
-    """(final mul, [gate, up], chain nodes) when the two linears' outputs are only used as ``silu(g) * u``."""
+def _gated_mul(lins: list[linears.Linear]):
+    """(final mul, [gate, up], chain nodes, activation) when the two linears' outputs are only used as
+    ``act(g) * u``, act one of ``_GATE_ACTIVATIONS`` (told apart by value, see ``_gate_activation``)."""
     for gate, up in (lins, lins[::-1]):
         g, u = _through_reshape(gate.mm), _through_reshape(up.mm)
-        silu = _silu_chain(g)
-        if silu is None:
+        mul = sole_user(u)
+        if mul is None or not is_op(mul, aten.mul) or len(mul.args) != 2 or u not in mul.args:
             continue
-        s, chain = silu
-        mul = sole_user(s)
-        if mul is None or not is_op(mul, aten.mul) or len(mul.args) != 2 or set(mul.args) != {s, u}:
-            continue
+        s = mul.args[0] if mul.args[1] is u else mul.args[1]
         shape = shape_of(u)
-        if sole_user(u) is not mul or not (same_shape(shape_of(s), shape) and same_shape(shape_of(mul), shape)):
+        if not isinstance(s, fx.Node) or sole_user(s) is not mul:
             continue
-        if dtype_of(mul) != dtype_of(gate.mm):
+        if not (same_shape(shape_of(s), shape) and same_shape(shape_of(mul), shape)):
             continue
-        return mul, [gate, up], [*([g] if g is not gate.mm else []), *([u] if u is not up.mm else []), *chain]
+        if dtype_of(mul) != dtype_of(gate.mm) or dtype_of(s) != dtype_of(g):
+            continue
+        found = _gate_activation(g, s)
+        if found is None:
+            continue
+        act, chain = found
+        return mul, [gate, up], [*([g] if g is not gate.mm else []), *([u] if u is not up.mm else []), *chain], act
     return None
 
 
-def _silu_chain(g: fx.Node) -> tuple[fx.Node, list[fx.Node]] | None:
-    """(silu output in g's dtype, interior nodes) for ``silu(g)`` in one of its post-grad forms."""
-    user = sole_user(g)
-    if user is not None and is_op(user, aten.silu):
-        return user, [user]
-    a, chain = g, []
-    if user is not None and is_op(user, prims.convert_element_type) and user.args[1] == torch.float32:
-        a, chain = user, [user]  # bf16/fp16: computed in fp32, rounded back
-    users = set(a.users)
-    if len(users) != 2:
+# The gate activations the kernel computes (GELU_TANH or not), applied as eager's kernels apply them to a 16-bit
+# tensor: in fp32, rounded once
+_GATE_ACTIVATIONS = {
+    "silu": torch.nn.functional.silu,
+    "gelu_tanh": functools.partial(torch.nn.functional.gelu, approximate="tanh"),  # Gemma's GeGLU
+}
+_ULP = {torch.float32: 1e-5, torch.float16: 2**-10, torch.bfloat16: 2**-7}  # relative: one rounding's worth
+
+
+def _gate_activation(g: fx.Node, s: fx.Node) -> tuple[str, list[fx.Node]] | None:
+    """(name, chain) when ``s`` is computed from ``g`` alone by elementwise ops (``chain``, in graph order: however
+    the model or a decomposition spelled it, with or without an fp32 round trip) and equals one of
+    ``_GATE_ACTIVATIONS`` on 4,099 values from -30 to 30: in fp32 to 1e-5, in 16-bit dtypes bit for bit on at
+    least 97 % of them and within one rounding on all."""
+    chain = _elementwise_chain(g, s)
+    t = dtype_of(g)
+    if chain is None or t not in _ULP:
         return None
-    out = None
-    for node in users:
-        if is_op(node, aten.neg) and node.args[0] is a:  # a / (1 + exp(-a))
-            exp = sole_user(node)
-            add = sole_user(exp) if exp is not None and is_op(exp, aten.exp) else None
-            div = sole_user(add) if add is not None and is_op(add, aten.add) and 1 in add.args else None
-            if div is not None and is_op(div, aten.div) and div.args[0] is a and div.args[1] is add and users == {node, div}:
-                out, chain = div, [*chain, node, exp, add, div]
-        elif is_op(node, aten.sigmoid) and node.args[0] is a:  # a * sigmoid(a)
-            mul = sole_user(node)
-            if mul is not None and is_op(mul, aten.mul) and set(mul.args) == {a, node} and users == {node, mul}:
-                out, chain = mul, [*chain, node, mul]
-    if out is None:
-        return None
-    if dtype_of(out) != dtype_of(g):
-        back = sole_user(out)
-        if back is None or not is_op(back, prims.convert_element_type) or back.args[1] != dtype_of(g):
+    # real tensors, whatever mode the pass runs under (Inductor's fake tensors, a tracer)
+    with torch.utils._python_dispatch._disable_current_modes():
+        x = torch.cat([torch.linspace(-8, 8, 4097), torch.tensor([-30.0, 30.0])]).to(t)
+        env = {g: x}
+        try:
+            for node in chain:
+                args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda a: env[a])
+                env[node] = node.target(*args, **kwargs)
+        except Exception:  # noqa: BLE001 - an op that will not run on these values is not an activation we know
             return None
-        out, chain = back, [*chain, back]
-    return out, chain
+        got = env[s]
+        if not isinstance(got, torch.Tensor) or got.shape != x.shape:
+            return None
+        for name, act in _GATE_ACTIVATIONS.items():
+            want = act(x.float()).to(t)
+            if not torch.allclose(got, want, rtol=_ULP[t], atol=1e-6, equal_nan=True):
+                continue
+            # in 16-bit dtypes one rounding's worth is coarse: gelu's erf form is within it of the tanh form, and a
+            # silu rounded twice (sigmoid, then the product) within it of one rounding. A decomposition of the same
+            # function (bf16: 99.2 % equal, on CPU) is told apart from those (bf16: 76 % and 79 %) by how often it
+            # is bit for bit the same.
+            if t == torch.float32 or (got == want).double().mean() >= 0.97:
+                return name, chain
+    return None
+
+
+def _elementwise_chain(a: fx.Node, out: fx.Node, limit: int = 32) -> list[fx.Node] | None:
+    """The nodes that compute ``out`` from ``a`` and constants alone, in graph order, when each is an elementwise
+    op and only ``out`` is used outside them (``a``'s users all inside): else None."""
+    inside, stack = set(), [out]
+    while stack:
+        node = stack.pop()
+        if node is a or node in inside:
+            continue
+        if node.op != "call_function" or torch.Tag.pointwise not in getattr(node.target, "tags", ()):
+            return None
+        inside.add(node)
+        if len(inside) > limit:
+            return None
+        for arg in torch.fx.node.map_aggregate((node.args, node.kwargs), lambda v: v):
+            pass
+        for arg in (*node.args, *node.kwargs.values()):
+            if isinstance(arg, fx.Node):
+                stack.append(arg)
+            elif not isinstance(arg, (int, float, bool, torch.dtype)):
+                return None
+    if any(u not in inside for u in a.users):
+        return None
+    if any(u not in inside for n in inside if n is not out for u in n.users):
+        return None
+    return [n for n in a.graph.nodes if n in inside]
 
 
 # ------------------------------------------------------------------------------------------ rewriting
 
 
+def _without_defaults(op, args: list) -> list:
+    """``args`` less the trailing ones that equal ``op``'s defaults (None, 0, False): the call reads as before the
+    optional arguments existed."""
+    schema = op._schema.arguments
+    while args and len(args) <= len(schema) and schema[len(args) - 1].has_default_value() \
+            and not isinstance(args[-1], fx.Node) and args[-1] == schema[len(args) - 1].default_value:
+        args = args[:-1]
+    return args
+
+
 def _insert_op(graph: fx.Graph, args: list, fake: linears.FakeEval) -> tuple[list[fx.Node], list[fx.Node]]:
     """The op on the nodes' values: traced (Inductor emits the Triton kernel) on CUDA, one node elsewhere."""
+    args = _without_defaults(_OP, args)
     if val(args[0]).device.type == "cuda":
         return graph_utils.insert_traced(graph, _OP, args, written=("Y",))
     node = fake.call(graph, _OP, *args)

@@ -254,21 +254,30 @@ def test_autograd_on_does_not_fire(always):
     assert x.grad is not None
 
 
+ACTS = {  # gate activations, as models write them
+    "silu": F.silu,
+    "sigmoid_product": lambda g: g * torch.sigmoid(g),  # silu by hand: in bf16 rounded twice
+    "gelu_tanh": lambda g: F.gelu(g, approximate="tanh"),  # Gemma's GeGLU
+    "gelu": F.gelu,  # the erf form
+    "tanh": torch.tanh,
+}
+
+
 class NormLinears(nn.Module):
     """An RMSNorm feeding linears; ``extra_user`` also returns the normalised input, ``silu_extra`` the silu."""
 
-    def __init__(self, extra_user=False, silu_extra=False, n_linears=2):
+    def __init__(self, extra_user=False, silu_extra=False, n_linears=2, act="silu"):
         super().__init__()
         self.norm = zoo.LlamaRMSNorm(32)
         self.norm.weight.data.uniform_(0.5, 1.5)
         self.lins = nn.ModuleList(nn.Linear(32, 48, bias=False) for _ in range(n_linears))
-        self.extra_user, self.silu_extra = extra_user, silu_extra
+        self.extra_user, self.silu_extra, self.act = extra_user, silu_extra, ACTS[act]
 
     def forward(self, x):
         h = self.norm(x)
         if len(self.lins) != 2:
             return [lin(h) for lin in self.lins]
-        s = F.silu(self.lins[0](h))
+        s = self.act(self.lins[0](h))
         out = s * self.lins[1](h)
         if self.extra_user:
             return out, h
@@ -299,6 +308,20 @@ def test_silu_mul_forms(always, dtype):
     mod = NormLinears().to(dtype)
     (m,) = _fused(mod, torch.randn(2, 1, 32, dtype=dtype))
     assert m.detail["epilogue"] == "silu * mul" and m.detail["prologue"].startswith("rms_norm")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("act, epilogue", [
+    ("gelu_tanh", "gelu_tanh * mul"), ("sigmoid_product", {torch.float32: "silu * mul"}), ("gelu", None),
+    ("tanh", None)])
+def test_gate_activation_is_told_by_its_values(always, dtype, act, epilogue):
+    """The gate's elementwise chain, run on sample values, picks the kernel's epilogue: Gemma's GeGLU gets the
+    gelu_tanh one. What the kernel would not compute the same stays with Inductor and the two linears are only
+    concatenated: gelu's erf form, tanh, and in bf16 a silu rounded twice (sigmoid, then the product)."""
+    want = epilogue.get(dtype) if isinstance(epilogue, dict) else epilogue
+    mod = NormLinears(act=act).to(dtype)
+    (m,) = _fused(mod, torch.randn(2, 1, 32, dtype=dtype))
+    assert m.detail["epilogue"] == (want or "concatenated outputs")
 
 
 def test_more_than_three_linears_are_not_concatenated(always):
