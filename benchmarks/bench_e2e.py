@@ -38,20 +38,26 @@ CONFIGS = {
     # Qwen2.5-1.5B's shape: q/k/v with biases, 2 KV heads of 128, a 152K vocabulary (a real Qwen2ForCausalLM)
     "qwen2-1.5b": dict(hidden_size=1536, num_hidden_layers=28, num_attention_heads=12, num_key_value_heads=2,
                        intermediate_size=8960, vocab_size=151936, tie_word_embeddings=True, arch="qwen2"),
+    # Gemma-2B's shape: GeGLU MLP, (1 + w) RMSNorm, one KV head of 256
+    "gemma-2b": dict(hidden_size=2048, num_hidden_layers=18, num_attention_heads=8, num_key_value_heads=1,
+                     head_dim=256, intermediate_size=16384, vocab_size=256000, tie_word_embeddings=True,
+                     arch="gemma"),
     "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                  intermediate_size=128, vocab_size=256, tie_word_embeddings=True),
     "tiny-qwen2": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                        intermediate_size=128, vocab_size=256, tie_word_embeddings=True, arch="qwen2"),
+    "tiny-gemma": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
+                       head_dim=16, intermediate_size=128, vocab_size=256, tie_word_embeddings=True, arch="gemma"),
 }
 
 
 def build_model(name: str, attn: str, device: str, dtype: torch.dtype):
-    """A real transformers model of ``CONFIGS[name]``'s shape (Llama unless its ``arch`` says qwen2), random
-    weights (seed 0), in ``dtype`` on ``device``."""
+    """A real transformers model of ``CONFIGS[name]``'s shape (Llama unless its ``arch`` says qwen2 or gemma),
+    random weights (seed 0), in ``dtype`` on ``device``."""
     import transformers
 
     kw = dict(CONFIGS[name])
-    arch = {"llama": "Llama", "qwen2": "Qwen2"}[kw.pop("arch", "llama")]
+    arch = {"llama": "Llama", "qwen2": "Qwen2", "gemma": "Gemma"}[kw.pop("arch", "llama")]
     cfg = getattr(transformers, f"{arch}Config")(**kw, max_position_embeddings=4096, rms_norm_eps=1e-5,
                                                  attn_implementation=attn)
     torch.manual_seed(0)

@@ -40,6 +40,7 @@
 #   bash benchmarks/run_gpu.sh kernel_tests  # tests/kernels on CUDA (one config per launch, every autotuner config once)
 #   bash benchmarks/run_gpu.sh normlate [model]  # the GEMVs' late-norm form: chain and decode step, exact vs late
 #   bash benchmarks/run_gpu.sh qwen2 [eager|sdpa]  # Qwen2.5-1.5B-shaped decode (q/k/v biases in the GEMV): stock vs ours
+#   bash benchmarks/run_gpu.sh arch <model> [eager|sdpa]  # the same for another bench_e2e model (gemma-2b: GeGLU)
 # On a machine with two GPUs, two parts can run at once: CUDA_VISIBLE_DEVICES=1 bash benchmarks/run_gpu.sh ...
 # Results land in $OUT (the device tool brings them back) and are then copied to benchmarks/results/.
 set -uo pipefail
@@ -195,12 +196,13 @@ case "${1:-}" in
     timeout 380 python3 benchmarks/bench_e2e.py --model "${2:-llama-1b}" --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep fusion_passes+normlate+graphstep --budget-s 300 \
       --out "$OUT/e2e_decode_normlate_${2:-llama-1b}.json" 2>&1 | grep -v Warning | tail -6 ;;
-  qwen2)
-    python3 benchmarks/bench_e2e.py --model qwen2-1.5b --attn "${2:-eager}" --workloads decode-1024 \
+  qwen2|arch)  # qwen2 [attn], or arch <model> [attn]
+    if [ "$1" = qwen2 ]; then model=qwen2-1.5b; attn=${2:-eager}; else model=${2:-gemma-2b}; attn=${3:-eager}; fi
+    python3 benchmarks/bench_e2e.py --model "$model" --attn "$attn" --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+cudagraphs fusion_passes+graphstep --budget-s 420 \
-      --out "$OUT/e2e_decode_qwen2-1.5b_${2:-eager}.json" 2>&1 | grep -v Warning | tail -6 ;;
+      --out "$OUT/e2e_decode_${model}_${attn}.json" 2>&1 | grep -v Warning | tail -6 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|qwen2" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|qwen2|arch" >&2
      exit 2 ;;
 esac

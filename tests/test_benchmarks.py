@@ -29,14 +29,20 @@ def test_e2e_harness_tiny_cpu(tmp_path):
         assert r["median_ms"] > 0 and r["max_err"] < 1e-3
 
 
-def test_e2e_harness_builds_a_qwen2_shape(tmp_path):
-    """``arch="qwen2"`` configs build a real Qwen2ForCausalLM (q/k/v biases); ours matches eager on it."""
+@pytest.mark.parametrize("model", ["tiny-qwen2", "tiny-gemma"])
+def test_e2e_harness_builds_qwen2_and_gemma_shapes(tmp_path, model):
+    """``arch`` configs build a real Qwen2ForCausalLM (q/k/v biases) or GemmaForCausalLM (GeGLU); ours matches
+    eager on them."""
     out = tmp_path / "res.json"
-    assert bench_e2e.main(["--tiny", "--model", "tiny-qwen2", "--device", "cpu", "--attn", "eager", "--workloads",
+    assert bench_e2e.main(["--tiny", "--model", model, "--device", "cpu", "--attn", "eager", "--workloads",
                            "decode-16", "--variants", "eager", "fusion_passes", "--out", str(out)]) == 0
     recs = json.loads(out.read_text())["records"]
-    assert [(r["model"], r["variant"]) for r in recs] == [("tiny-qwen2", "eager"), ("tiny-qwen2", "fusion_passes")]
+    assert [(r["model"], r["variant"]) for r in recs] == [(model, "eager"), (model, "fusion_passes")]
     assert all("error" not in r and r["max_err"] < 1e-3 for r in recs), recs
+    if model == "tiny-gemma":
+        big = bench_e2e.build_model("gemma-2b", "eager", "meta", torch.bfloat16)
+        assert type(big).__name__ == "GemmaForCausalLM" and big.config.head_dim == 256
+        return
     model = bench_e2e.build_model("qwen2-1.5b", "eager", "meta", torch.bfloat16)
     attn = model.model.layers[0].self_attn
     assert type(model).__name__ == "Qwen2ForCausalLM" and attn.q_proj.bias is not None
