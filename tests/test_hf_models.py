@@ -118,8 +118,10 @@ DECODE_CASES = {
     # model -> (config class, model class): decode steps over HF's StaticCache
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
     "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": None}),
-    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),  # q/k/v with bias: concatenated outputs + bias in the graph
-    "gemma": ("GemmaConfig", "GemmaForCausalLM", {"head_dim": 16}),  # (1 + w) norm, gelu MLP: no silu epilogue
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),  # q/k/v with biases: added in the GEMV, RoPE still folds
+    "gemma": ("GemmaConfig", "GemmaForCausalLM", {"head_dim": 16}),  # (1 + w) norm, GeGLU MLP (gelu_tanh epilogue)
+    # + softcapped attention logits (the attention rewrite must not fire), sliding-window layers, 4 norms per layer
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 16}),
 }
 
 
@@ -183,6 +185,31 @@ def test_hf_decode_step_with_decode_kernels(decode_kernels_everywhere, name, att
         assert len(qkv) >= 2, [m.detail for m in decode]
     if name == "gemma":  # GeGLU (gelu's tanh form) in the gate/up GEMV's epilogue, every layer
         assert len([m for m in decode if m.detail.get("epilogue") == "gelu_tanh * mul"]) >= 2, [m.detail for m in decode]
+
+
+def test_gemma2_decode_folds_its_mlp_and_leaves_softcapped_attention(decode_kernels_everywhere):
+    """Gemma2: the GeGLU gate/up and the q/k/v (+ RoPE) GEMVs fire; its tanh-softcapped attention scores are not
+    plain softmax attention, so neither SDPA nor the decode kernel may replace them (a near miss says why); the
+    tokens and logits are eager's."""
+    import fusion_passes
+
+    model = _causal_lm("gemma2")
+    assert model.config.attn_logit_softcapping
+    prompt = _ids(batch=2, seq=6)
+    expected, ref_logits = _greedy(model, prompt, 2)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=fusion_passes.backend())
+    with fusion_passes.capture() as recs:
+        got, logits = _greedy(compiled, prompt, 2)
+    assert torch.equal(got, expected)
+    for a, b in zip(logits, ref_logits):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    ms = [m for r in recs for m in r.matches]
+    assert not [m for m in ms if m.pattern == "attention_sdpa"]
+    assert any("logit softcapping" in n.reason for r in recs for n in r.near_misses)
+    epilogues = [m.detail.get("epilogue", "") for m in ms if m.pattern == "decode_gemv"]
+    assert epilogues.count("gelu_tanh * mul") >= 2 and sum("rope on 2" in e for e in epilogues) >= 2, epilogues
+    assert not [e for r in recs for e in r.errors]
 
 
 def _decode_codes(attn: str) -> list[str]:
