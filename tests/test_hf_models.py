@@ -122,6 +122,8 @@ DECODE_CASES = {
     "gemma": ("GemmaConfig", "GemmaForCausalLM", {"head_dim": 16}),  # (1 + w) norm, GeGLU MLP (gelu_tanh epilogue)
     # + softcapped attention logits (the attention rewrite must not fire), sliding-window layers, 4 norms per layer
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 16}),
+    # per-head RMSNorm of q and k (QK-norm) before RoPE: the q/k/v GEMV fires, RoPE stays with Inductor
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 16}),
 }
 
 
@@ -161,7 +163,8 @@ def _greedy(model, prompt, steps):
 
 # llama (eager attention): the generation test below; mistral: llama's graph. llama/sdpa: HF's default attention,
 # SDPA over repeat_kv'd K/V, which becomes the decode kernel over the un-repeated cache.
-@pytest.mark.parametrize("name, attn", [("qwen2", "eager"), ("gemma", "eager"), ("llama", "sdpa"), ("qwen2", "sdpa")])
+@pytest.mark.parametrize("name, attn", [("qwen2", "eager"), ("gemma", "eager"), ("llama", "sdpa"), ("qwen2", "sdpa"),
+                                        ("qwen3", "sdpa")])
 def test_hf_decode_step_with_decode_kernels(decode_kernels_everywhere, name, attn):
     import fusion_passes
 
