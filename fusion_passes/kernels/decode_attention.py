@@ -7,6 +7,8 @@
     # fused: two kernels (flash-decoding): programs over (KV head, key chunk) read each cached key once for the
     # H // Hkv query heads sharing it and keep partial softmax results; a small kernel combines the chunks
     out = torch.ops.fusion_passes.decode_attention(q, k, v, mask, scale, is_causal)
+    # softcap > 0 (Gemma2's logit softcapping): scores = softcap * tanh(q @ k.T * scale), then the mask
+    out = torch.ops.fusion_passes.decode_attention(q, k, v, mask, scale, is_causal, softcap)
 
 ``mask`` is additive, broadcastable to [B, H, Sq, Sk] (None for none); ``is_causal`` masks key j > query i
 (SDPA's top-left alignment). The softmax runs in fp32 with an online (running max) formulation, as SDPA's
@@ -50,7 +52,8 @@ _MAX_SPLITS = 64
 WRITTEN = ("M_PART", "L_PART", "ACC_PART", "OUT")  # the kernels' arguments they store to (the rest are read)
 
 _lib = torch.library.Library("fusion_passes", "FRAGMENT")
-_lib.define("decode_attention(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale, bool is_causal) -> Tensor")
+_lib.define("decode_attention(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale, bool is_causal, "
+            "float softcap=0.0) -> Tensor")
 
 
 if triton is not None:
@@ -62,12 +65,13 @@ if triton is not None:
         sk_b, sk_h, sk_s,
         sv_b, sv_h, sv_s,
         sm_b, sm_h, sm_q, sm_k,  # mask strides (0 where it broadcasts)
-        H_KV, SQ, SK, D, DV, scale,
+        H_KV, SQ, SK, D, DV, scale, softcap,
         M_PART, L_PART, ACC_PART,  # per-split partial max / sum / output (fp32), combined by _combine_kernel
         CHUNK,  # keys per split (a multiple of BLOCK_N)
         GROUP: tl.constexpr,  # H // Hkv query heads per KV head
         HAS_MASK: tl.constexpr,
         IS_CAUSAL: tl.constexpr,
+        SOFTCAP: tl.constexpr,  # scores = softcap * tanh(scores) before the mask (Gemma2)
         BLOCK_M: tl.constexpr,  # >= GROUP * SQ rows: (query head, query position) pairs of this KV head
         BLOCK_N: tl.constexpr,
         BLOCK_D: tl.constexpr,
@@ -76,6 +80,7 @@ if triton is not None:
     ):  # fmt: skip
         PRECISION: tl.constexpr = "ieee" if IEEE_F32 else None  # None: Triton's default
         scale = tl.full([], scale, tl.float32)  # Inductor passes a Python float as fp64: keep the softmax in fp32
+        softcap = tl.full([], softcap, tl.float32)
         pid = tl.program_id(0)
         split = tl.program_id(1)
         n_splits = tl.num_programs(1)
@@ -103,6 +108,8 @@ if triton is not None:
             # a load placed after the softmax would add a second HBM round trip to every program
             v = tl.load(v_base + n[:, None] * sv_s + dv[None, :], mask=n_ok[:, None] & (dv[None, :] < DV), other=0.0)
             s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale  # [BLOCK_M, BLOCK_N] fp32
+            if SOFTCAP:  # tanh(z) = 1 - 2 / (exp(2z) + 1): exact at both infinities, no libdevice
+                s = softcap * (1.0 - 2.0 / (tl.exp(2.0 * s) + 1.0))
             if HAS_MASK:
                 mk = tl.load(MASK + b * sm_b + head[:, None] * sm_h + qpos[:, None] * sm_q + n[None, :] * sm_k,
                              mask=row_ok[:, None] & n_ok[None, :], other=0.0)
@@ -152,13 +159,15 @@ if triton is not None:
 INTERPRETED = triton is not None and is_interpreted(_decode_attention_kernel)
 
 
-def reference(q, k, v, mask=None, scale=None, is_causal=False) -> torch.Tensor:
+def reference(q, k, v, mask=None, scale=None, is_causal=False, softcap=0.0) -> torch.Tensor:
     """The op's math in torch (the CPU implementation, and the tests' oracle)."""
     group = q.shape[1] // k.shape[1]
     k = k.repeat_interleave(group, dim=1)
     v = v.repeat_interleave(group, dim=1)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     s = (q.float() @ k.float().transpose(-1, -2)) * scale
+    if softcap:
+        s = softcap * torch.tanh(s)
     if mask is not None:
         s = s + mask.float()
     if is_causal:
@@ -171,7 +180,7 @@ def _use_triton(q: torch.Tensor) -> bool:
     return HAS_TRITON and (q.is_cuda or (INTERPRETED and type(q) is torch.Tensor))
 
 
-def _launch(q, k, v, mask, scale, is_causal, out, traced: bool) -> None:
+def _launch(q, k, v, mask, scale, is_causal, out, traced: bool, softcap: float = 0.0) -> None:
     """The two kernels over q [B, H, Sq, D], k/v [B, Hkv, Sk, D|Dv] (last dims contiguous) into ``out``;
     ``traced``: through ``wrap_triton``, so that tracing puts the kernels themselves into the graph."""
     b, h, sq, dim = q.shape
@@ -201,9 +210,10 @@ def _launch(q, k, v, mask, scale, is_causal, out, traced: bool) -> None:
         k.stride(0), k.stride(1), k.stride(2),
         v.stride(0), v.stride(1), v.stride(2),
         *ms,
-        h_kv, sq, sk, dim, dv, scale,
+        h_kv, sq, sk, dim, dv, scale, softcap,
         m_part, l_part, acc_part, chunk,
-        GROUP=group, HAS_MASK=mask is not None, IS_CAUSAL=is_causal, BLOCK_M=block_m, BLOCK_N=block_n,
+        GROUP=group, HAS_MASK=mask is not None, IS_CAUSAL=is_causal, SOFTCAP=softcap != 0.0, BLOCK_M=block_m,
+        BLOCK_N=block_n,
         BLOCK_D=max(16, triton.next_power_of_2(dim)), BLOCK_DV=block_dv, IEEE_F32=ieee_fp32_dot(q.dtype),
         num_warps=4, num_stages=2,
     )  # fmt: skip
@@ -214,22 +224,22 @@ def _launch(q, k, v, mask, scale, is_causal, out, traced: bool) -> None:
     )  # fmt: skip
 
 
-def _attention(q, k, v, mask, scale, is_causal, traced: bool) -> torch.Tensor:
+def _attention(q, k, v, mask, scale, is_causal, traced: bool, softcap: float = 0.0) -> torch.Tensor:
     b, h, sq, dim = q.shape
     h_kv, dv = k.shape[1], v.shape[3]
     if not _use_triton(q) or h % h_kv or sq * (h // h_kv) > MAX_ROWS or max(dim, dv) > MAX_HEAD_DIM:
-        return reference(q, k, v, mask, scale, is_causal)
+        return reference(q, k, v, mask, scale, is_causal, softcap)
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
     out = torch.empty((b, h, sq, dv), dtype=q.dtype, device=q.device)
-    _launch(q, k, v, mask, scale, is_causal, out, traced)
+    _launch(q, k, v, mask, scale, is_causal, out, traced, softcap)
     return out
 
 
-def _impl(q, k, v, mask, scale, is_causal):
-    return _attention(q, k, v, mask, scale, is_causal, traced=False)
+def _impl(q, k, v, mask, scale, is_causal, softcap=0.0):
+    return _attention(q, k, v, mask, scale, is_causal, traced=False, softcap=softcap)
 
 
-def _fake(q, k, v, mask, scale, is_causal):
+def _fake(q, k, v, mask, scale, is_causal, softcap=0.0):
     return q.new_empty((*q.shape[:3], v.shape[-1]))
 
 
@@ -244,10 +254,11 @@ if HAS_TRITON:
     @triton_op("fusion_passes::decode_attention_inline", mutates_args=())
     def decode_attention_inline(
         q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], scale: float,
-        is_causal: bool,
+        is_causal: bool, softcap: float = 0.0,
     ) -> torch.Tensor:
         """``decode_attention`` traceable into Inductor's graph: q [B, H, Sq, D], k [B, Hkv, Sk, D],
-        v [B, Hkv, Sk, Dv], mask additive, broadcastable to [B, H, Sq, Sk] (or None) -> [B, H, Sq, Dv]."""
-        return _attention(q, k, v, mask, scale, is_causal, traced=True)
+        v [B, Hkv, Sk, Dv], mask additive, broadcastable to [B, H, Sq, Sk] (or None) -> [B, H, Sq, Dv];
+        softcap > 0: scores = softcap * tanh(scores) before the mask."""
+        return _attention(q, k, v, mask, scale, is_causal, traced=True, softcap=softcap)
 
     decode_attention_inline.register_fake(_fake)

@@ -114,17 +114,19 @@ def attention_types(dtype: str, scale: str = "fp32") -> dict:
     the Python float (Triton's own launcher: fp32; Inductor's generated code: fp64)."""
     ints = ["sq_b", "sq_h", "sq_s", "sk_b", "sk_h", "sk_s", "sv_b", "sv_h", "sv_s", "sm_b", "sm_h", "sm_q", "sm_k",
             "H_KV", "SQ", "SK", "D", "DV", "CHUNK"]
-    return {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "scale": scale, "M_PART": "*fp32",
+    return {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "scale": scale, "softcap": scale, "M_PART": "*fp32",
             "L_PART": "*fp32", "ACC_PART": "*fp32", **{n: "i32" for n in ints}}
 
 
-@pytest.mark.parametrize("mask, causal, scale", [(True, False, "fp32"), (False, True, "fp32"), (True, False, "fp64")])
-def test_decode_attention_compiles(mask, causal, scale):
+@pytest.mark.parametrize("mask, causal, scale, softcap", [(True, False, "fp32", False), (False, True, "fp32", False),
+                                                          (True, False, "fp64", False), (True, False, "fp64", True)])
+def test_decode_attention_compiles(mask, causal, scale, softcap):
     types = attention_types("bf16", scale)
     if mask:
         types["MASK"] = "*bf16"
     asm = compile_for_hopper(decode_attention._decode_attention_kernel, types, dict(
-        GROUP=4, HAS_MASK=mask, IS_CAUSAL=causal, BLOCK_M=16, BLOCK_N=64, BLOCK_D=64, BLOCK_DV=64), num_warps=4)
+        GROUP=4, HAS_MASK=mask, IS_CAUSAL=causal, SOFTCAP=softcap, BLOCK_M=16, BLOCK_N=64, BLOCK_D=64, BLOCK_DV=64),
+        num_warps=4)
     assert "cubin" in asm
     combine = {"M_IN": "*fp32", "L_IN": "*fp32", "ACC_IN": "*fp32", "OUT": "*bf16",
                **{n: "i32" for n in ("so_b", "so_h", "so_s", "H_KV", "SQ", "DV", "N_SPLITS")}}

@@ -85,3 +85,32 @@ def test_inline_op_runs_the_same_kernels():
     inline = torch.ops.fusion_passes.decode_attention_inline(q, k, v, m, 0.2, False)
     torch.testing.assert_close(inline, extern, atol=0, rtol=0)
     torch.testing.assert_close(inline, kernel.reference(q, k, v, m, 0.2, False), atol=1e-4, rtol=1e-4)
+
+
+@kernel_test
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mask", [None, "finfo_min"])
+def test_softcapped_scores(dtype, mask):
+    """Gemma2's logit softcapping: scores = softcap * tanh(q @ k.T * scale) before the mask. Checked against the
+    reference, and against a float64 computation of the formula (so the reference itself is checked too); the
+    scale is large enough that the cap bends the scores (the result differs from the uncapped one)."""
+    b, h, hkv, sq, sk, d = 1, 8, 2, 1, 100, 64
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(b, n, s, d, dtype=dtype, device=DEVICE) for n, s in ((h, sq), (hkv, sk), (hkv, sk)))
+    m = None
+    if mask:
+        m = torch.zeros(1, 1, sq, sk, dtype=dtype, device=DEVICE)
+        m[..., sk // 2 :] = torch.finfo(dtype).min
+    scale, cap = 0.5, 4.0
+    got = torch.ops.fusion_passes.decode_attention(q, k, v, m, scale, False, cap)
+    want = kernel.reference(q, k, v, m, scale, False, cap)
+    torch.testing.assert_close(got.float(), want.float(), atol=TOL[dtype], rtol=TOL[dtype])
+    kr, vr = (t.double().repeat_interleave(h // hkv, 1) for t in (k, v))
+    s = cap * torch.tanh(q.double() @ kr.transpose(-1, -2) * scale) + (0 if m is None else m.double())
+    exact = torch.softmax(s, -1) @ vr
+    torch.testing.assert_close(got.double(), exact, atol=TOL[dtype], rtol=TOL[dtype])
+    uncapped = torch.ops.fusion_passes.decode_attention(q, k, v, m, scale, False)
+    assert (uncapped.float() - got.float()).abs().max() > 10 * TOL[dtype]
+    if kernel.decode_attention_inline is not None:
+        inline = torch.ops.fusion_passes.decode_attention_inline(q, k, v, m, scale, False, cap)
+        torch.testing.assert_close(inline, got, atol=0, rtol=0)
