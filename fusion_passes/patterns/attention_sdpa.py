@@ -24,6 +24,8 @@ already in the graph (HF's default ``sdpa`` attention), whose K/V are then taken
     out  = fusion_passes.decode_attention(q, k_cache, v_cache, mask, s or 1/sqrt(D), c)
     # on CUDA its two Triton launches are traced into the graph, so Inductor emits them (no Python per step
     # without CUDA graphs); FUSION_PASSES_DECODE_ATTENTION_INLINE=off keeps it an extern op
+    # Gemma2's logit softcapping, scores = cap * tanh(scores * s / cap) before the mask, only at decode size:
+    out  = fusion_passes.decode_attention(q, k_cache, v_cache, mask, s / cap, c, cap)
 
 How it matches: from every ``bmm`` it walks forward along the single-user chain (scores -> scale -> mask ->
 softmax -> casts -> bmm with V) and backward from the two bmm operands through the views matmul adds, so
@@ -32,7 +34,8 @@ Inductor's ``fwd_only``, so the graph gets the backend op SDPA picks for this de
 
 When it does not fire (each recorded as a near miss): softmax over another dim; scores or weights with another
 user (``output_attentions=True``, or autograd reading them for the backward pass); any op between scores and
-softmax other than scale / additive mask / where-mask / upcast (e.g. tanh softcapping); dropout p>0 in
+softmax other than scale / additive mask / where-mask / upcast (tanh softcapping only at decode size, before
+the mask); dropout p>0 in
 training; mixed q/k/v dtypes or devices; a mask in another dtype than q; a where-mask whose fill is not
 -inf / the dtype's minimum; shapes/dtypes for which SDPA has no fused kernel here (its math fallback would
 only redo bmm/softmax/bmm).
@@ -138,6 +141,8 @@ class _Attention:
     repeat: int = 1  # kv heads repeated by repeat_kv (1: plain MHA)
     kv_sources: tuple | None = None  # (k, v, nodes) before repeat_kv, used when enable_gqa is chosen
     softmax: fx.Node | None = None  # the softmax output: its source line is the one the report shows
+    tanh: fx.Node | None = None  # Gemma2's logit softcapping: scores = softcap * tanh(scores * scale) (decode only)
+    softcap: float = 0.0  # the constant scaling after the tanh
 
 
 # --------------------------------------------------------------------------------------------- small helpers
@@ -385,6 +390,11 @@ def _scores_op(op: fx.Node, prev: fx.Node, attn: _Attention) -> None:
         if attn.mask:
             raise _Miss(op, "the scores are scaled after the mask is added: SDPA scales before adding the mask")
         number = _const_scalar(other)
+        if attn.tanh is not None:  # after the softcapping tanh: its cap
+            if number is None:
+                raise _Miss(op, "the softcapped scores are scaled by a tensor, not by a constant cap")
+            attn.softcap *= number if is_op(op, aten.mul) else 1.0 / number
+            return
         if number is not None:
             attn.scale *= number if is_op(op, aten.mul) else 1.0 / number
         elif _is_0d_tensor(other):
@@ -408,10 +418,26 @@ def _scores_op(op: fx.Node, prev: fx.Node, attn: _Attention) -> None:
         _check_broadcast(op, prev, op.args[1])
         attn.mask.append(_MaskTerm("fill", op.args[1], _mask_fill(op, op.args[2])))
         return
+    if is_op(op, aten.tanh) and op.args[0] is prev and not attn.mask and attn.tanh is None:
+        attn.tanh, attn.softcap = op, 1.0  # logit softcapping: the decode kernel takes it (see _check_softcap)
+        return
     what = op_name(op)
     if is_op(op, aten.tanh):
         what += " (logit softcapping)"
     raise _Miss(op, f"{what} between the attention scores {_fmt(shape)} and the softmax cannot be expressed by SDPA")
+
+
+def _check_softcap(attn: _Attention) -> None:
+    """Softcapped scores (``cap * tanh(scores * scale)``, before the mask) only go to the decode kernel: SDPA has
+    no softcap."""
+    if attn.tanh is None:
+        return
+    if not attn.decode:
+        raise _Miss(attn.tanh, f"aten.tanh (logit softcapping) between the attention scores "
+                               f"{_fmt(shape_of(attn.tanh))} and the softmax cannot be expressed by SDPA (the decode "
+                               f"kernel takes it at q_len <= {DECODE_MAX_QUERY})")
+    if attn.scale_tensors or not attn.softcap:
+        raise _Miss(attn.tanh, "softcapped scores with a runtime scale or a zero cap: not folded")
 
 
 def _check_broadcast(op: fx.Node, scores: fx.Node, other: fx.Node) -> None:
@@ -637,7 +663,8 @@ def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
         if mask is not None and mask.dim() < 4:
             mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
         scale = attn.scale if attn.scale is not None else 1.0 / math.sqrt(q.shape[-1])
-        out = torch.ops.fusion_passes.decode_attention(q, k, v, mask, scale, attn.is_causal)
+        out = torch.ops.fusion_passes.decode_attention(q, k, v, mask, scale, attn.is_causal,
+                                                       *([attn.softcap] if attn.tanh is not None else []))
         return out.squeeze(1) if heads_dim else out
     kwargs = {"enable_gqa": True} if attn.enable_gqa else {}
     out = F.scaled_dot_product_attention(
@@ -723,6 +750,7 @@ def _detail(attn: _Attention) -> dict:
         "mask": mask,
         "gqa": f"enable_gqa (x{attn.repeat})" if attn.enable_gqa else ("repeated K/V" if attn.repeat > 1 else "no"),
         "kernel": "fusion_passes.decode_attention (q_len <= 16)" if attn.decode else "sdpa",
+        **({"softcap": attn.softcap} if attn.tanh is not None else {}),
     }
 
 
@@ -827,6 +855,7 @@ def apply(graph: fx.Graph, ctx) -> None:
         try:
             attn = _match(bmm1, ctx.grad_enabled)
             _decide_mask_and_gqa(attn)
+            _check_softcap(attn)
         except _Miss as miss:
             if miss.report:
                 ctx.near_miss(miss.node, miss.reason)

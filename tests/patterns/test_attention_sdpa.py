@@ -574,6 +574,52 @@ def test_decode_kernel_causal_short_prompt(decode_everywhere):
 
 
 
+def _softcapped_attention(mask_first=False):
+    """Gemma2's eager attention: scores * scale, / cap, tanh, * cap, + mask, softmax (GQA x4, cap 2)."""
+    def attention(q, k, v, mask):
+        k, v = repeat_kv(k, 4), repeat_kv(v, 4)
+        w = q @ k.transpose(2, 3) * 0.25
+        if mask_first:
+            w = w + mask
+        w = torch.tanh(w / 2.0) * 2.0
+        if not mask_first:
+            w = w + mask
+        return F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype) @ v
+
+    return attention
+
+
+@pytest.mark.parametrize("q_len", [1, 3])
+def test_decode_kernel_takes_softcapped_scores(decode_everywhere, q_len):
+    """At decode the kernel computes cap * tanh(scores * scale / cap) before the mask: the tanh chain goes, the
+    results are eager's, and the cap is what makes them differ from plain attention."""
+    torch.manual_seed(0)
+    q, k, v, mask = torch.randn(1, 8, q_len, 16) * 2, torch.randn(1, 2, 20, 16), torch.randn(1, 2, 20, 16), \
+        padding_mask(1, q_len, 20)
+    attention = _softcapped_attention()
+    with torch.no_grad():
+        ref = attention(q, k, v, mask)
+        out, recs = compile_with_records(attention, q, k, v, mask, patterns=PATTERN)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    (m,) = matches(recs)
+    assert m.detail["kernel"].startswith("fusion_passes.decode_attention")
+    assert m.detail["softcap"] == 2.0 and m.detail["scale"] == 0.125
+    stage = joint_stage(recs)
+    assert stage.ops_before["aten.tanh"] == 1 and "aten.tanh" not in stage.ops_after
+    plain = F.softmax(q @ repeat_kv(k, 4).transpose(2, 3) * 0.25 + mask, dim=-1) @ repeat_kv(v, 4)
+    assert (plain - ref).abs().max() > 1e-2
+
+
+@pytest.mark.parametrize("q_len, mask_first, reason", [
+    (20, False, "the decode kernel takes it at q_len <= 16"),  # a prompt: SDPA, which has no softcap
+    (1, True, "scaled after the mask is added"),  # softcapping masked scores would undo the mask
+])
+def test_softcapped_scores_not_fired(decode_everywhere, q_len, mask_first, reason):
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 8, q_len, 16), torch.randn(1, 2, 20, 16), torch.randn(1, 2, 20, 16)
+    check_not_fired(_softcapped_attention(mask_first), q, k, v, padding_mask(1, q_len, 20), reason=reason)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", [None, "reduce-overhead"])
 def test_gpu_decode_kernel_zoo_llama(mode):
