@@ -124,6 +124,7 @@ DECODE_CASES = {
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 16}),
     # per-head RMSNorm of q and k (QK-norm) before RoPE: the q/k/v GEMV fires, RoPE stays with Inductor
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 16}),
+    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", {"head_dim": 16}),  # QK-norm, GeGLU, sliding-window layers
 }
 
 
@@ -164,7 +165,7 @@ def _greedy(model, prompt, steps):
 # llama (eager attention): the generation test below; mistral: llama's graph. llama/sdpa: HF's default attention,
 # SDPA over repeat_kv'd K/V, which becomes the decode kernel over the un-repeated cache.
 @pytest.mark.parametrize("name, attn", [("qwen2", "eager"), ("gemma", "eager"), ("llama", "sdpa"), ("qwen2", "sdpa"),
-                                        ("qwen3", "sdpa")])
+                                        ("qwen3", "sdpa"), ("gemma3", "eager")])
 def test_hf_decode_step_with_decode_kernels(decode_kernels_everywhere, name, attn):
     import fusion_passes
 
@@ -186,7 +187,7 @@ def test_hf_decode_step_with_decode_kernels(decode_kernels_everywhere, name, att
     if name == "qwen2":  # its q/k/v biases go into the kernel, so the RoPE still folds (one GEMV per layer, 2 layers)
         qkv = [m for m in decode if "bias on 3, rope on 2" in m.detail.get("epilogue", "")]
         assert len(qkv) >= 2, [m.detail for m in decode]
-    if name == "gemma":  # GeGLU (gelu's tanh form) in the gate/up GEMV's epilogue, every layer
+    if name in ("gemma", "gemma3"):  # GeGLU (gelu's tanh form) in the gate/up GEMV's epilogue, every layer
         assert len([m for m in decode if m.detail.get("epilogue") == "gelu_tanh * mul"]) >= 2, [m.detail for m in decode]
 
 
