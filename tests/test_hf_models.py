@@ -187,6 +187,8 @@ def test_hf_decode_step_with_decode_kernels(decode_kernels_everywhere, name, att
     if name == "qwen2":  # its q/k/v biases go into the kernel, so the RoPE still folds (one GEMV per layer, 2 layers)
         qkv = [m for m in decode if "bias on 3, rope on 2" in m.detail.get("epilogue", "")]
         assert len(qkv) >= 2, [m.detail for m in decode]
+    if name in ("qwen3", "gemma3"):  # QK-norm keeps RoPE out of the GEMV, and the report says why
+        assert any("QK-norm" in n.reason for r in recs for n in r.near_misses)
     if name in ("gemma", "gemma3"):  # GeGLU (gelu's tanh form) in the gate/up GEMV's epilogue, every layer
         assert len([m for m in decode if m.detail.get("epilogue") == "gelu_tanh * mul"]) >= 2, [m.detail for m in decode]
 

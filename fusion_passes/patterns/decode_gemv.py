@@ -429,6 +429,19 @@ def _rope_chain(lin: linears.Linear, m: int) -> _RopeChain | None:
     return _RopeChain(heads, out, cos, sin, d, [mul_c, lo, hi, neg, cat, mul_s, out])
 
 
+def _normalised_first(lin: linears.Linear, depth: int = 6) -> bool:
+    """Whether the linear's output, within a few elementwise / view ops, is reduced by a ``mean`` (an RMSNorm of
+    its heads: QK-norm)."""
+    frontier = [lin.mm]
+    for _ in range(depth):
+        frontier = [u for n in frontier for u in n.users]
+        if any(is_op(u, aten.mean) for u in frontier):
+            return True
+        frontier = [u for u in frontier
+                    if is_op(u, *_RESHAPES, aten.permute, aten.pow, aten.mul, prims.convert_element_type)]
+    return False
+
+
 def _rope_epilogue(lins: list[linears.Linear], m: int, ctx) -> tuple[list[linears.Linear], list[_RopeChain]] | None:
     """(the linears with the rotated ones first, their rope chains) when the kernel can compute the chains on
     these linears' outputs (q and k) in its epilogue: one shared cos/sin and head dim, and every output (v too)
@@ -436,6 +449,9 @@ def _rope_epilogue(lins: list[linears.Linear], m: int, ctx) -> tuple[list[linear
     chains = {id(lin): _rope_chain(lin, m) for lin in lins}
     found = [c for c in chains.values() if c is not None]
     if not found:
+        if sum(_normalised_first(lin) for lin in lins) >= 2:
+            ctx.near_miss(lins[0].mm, "rope not folded into the q/k GEMV: q and k are RMS-normalised per head first "
+                                      "(QK-norm, as in Qwen3 / Gemma3); the kernel's programs do not hold whole heads")
         return None
     first = found[0]
     if any((c.cos, c.sin, c.dim) != (first.cos, first.sin, first.dim) for c in found):
