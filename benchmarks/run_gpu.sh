@@ -41,6 +41,10 @@
 #   bash benchmarks/run_gpu.sh normlate [model]  # the GEMVs' late-norm form: chain and decode step, exact vs late
 #   bash benchmarks/run_gpu.sh qwen2 [eager|sdpa]  # Qwen2.5-1.5B-shaped decode (q/k/v biases in the GEMV): stock vs ours
 #   bash benchmarks/run_gpu.sh arch <model> [eager|sdpa]  # the same for another bench_e2e model (gemma-2b: GeGLU)
+#   bash benchmarks/run_gpu.sh validate1  # session 13's changes, part 1 (one call): tests/kernels and the static-graph
+#                                           + decode GEMV GPU tests side by side, then the 1B late-norm comparison
+#   bash benchmarks/run_gpu.sh validate2  # part 2: the other GPU tests beside HF generate (static-graph fix), then
+#                                           the Qwen2 and Gemma decode steps
 # On a machine with two GPUs, two parts can run at once: CUDA_VISIBLE_DEVICES=1 bash benchmarks/run_gpu.sh ...
 # Results land in $OUT (the device tool brings them back) and are then copied to benchmarks/results/.
 set -uo pipefail
@@ -201,8 +205,23 @@ case "${1:-}" in
     python3 benchmarks/bench_e2e.py --model "$model" --attn "$attn" --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+cudagraphs fusion_passes+graphstep --budget-s 420 \
       --out "$OUT/e2e_decode_${model}_${attn}.json" 2>&1 | grep -v Warning | tail -6 ;;
+  validate1)  # the tests first (they compile in parallel, CPU-bound); the timing runs after, on a quiet GPU
+    (SKIP_INSTALL=1 timeout 300 bash "$0" kernel_tests > "$OUT/v1_kernels.log" 2>&1) &
+    (SKIP_INSTALL=1 timeout 330 bash "$0" tests1 > "$OUT/v1_tests1.log" 2>&1) &
+    wait
+    tail -4 "$OUT/v1_kernels.log"; tail -6 "$OUT/v1_tests1.log"
+    SKIP_INSTALL=1 timeout 230 bash "$0" normlate llama-1b ;;
+  validate2)
+    (timeout 300 python3 -m pytest -m gpu -q -p no:cacheprovider tests/patterns/test_attention_sdpa.py \
+      tests/test_hf_models.py tests/test_pipeline.py tests/patterns/test_qkv_packing.py \
+      tests/patterns/test_residual_norm.py > "$OUT/v2_tests2.log" 2>&1) &
+    (SKIP_INSTALL=1 timeout 300 bash "$0" generate > "$OUT/v2_generate.log" 2>&1) &
+    wait
+    tail -8 "$OUT/v2_tests2.log"; tail -8 "$OUT/v2_generate.log"
+    SKIP_INSTALL=1 timeout 140 bash "$0" qwen2
+    SKIP_INSTALL=1 timeout 130 bash "$0" arch gemma-2b ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|qwen2|arch" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|qwen2|arch|validate1|validate2" >&2
      exit 2 ;;
 esac
