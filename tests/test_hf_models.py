@@ -125,6 +125,8 @@ DECODE_CASES = {
     # per-head RMSNorm of q and k (QK-norm) before RoPE: the q/k/v GEMV fires, RoPE stays with Inductor
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 16}),
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", {"head_dim": 16}),  # QK-norm, GeGLU, sliding-window layers
+    # one qkv_proj and one gate_up_proj weight, split in the graph: concatenated-output GEMVs, the split left alone
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", {"pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}),
 }
 
 
@@ -165,7 +167,7 @@ def _greedy(model, prompt, steps):
 # llama (eager attention): the generation test below; mistral: llama's graph. llama/sdpa: HF's default attention,
 # SDPA over repeat_kv'd K/V, which becomes the decode kernel over the un-repeated cache.
 @pytest.mark.parametrize("name, attn", [("qwen2", "eager"), ("gemma", "eager"), ("llama", "sdpa"), ("qwen2", "sdpa"),
-                                        ("qwen3", "sdpa"), ("gemma3", "eager")])
+                                        ("qwen3", "sdpa"), ("gemma3", "eager"), ("phi3", "eager")])
 def test_hf_decode_step_with_decode_kernels(decode_kernels_everywhere, name, attn):
     import fusion_passes
 
