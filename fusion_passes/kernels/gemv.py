@@ -10,7 +10,8 @@
     y_i = rope(y_i, cos, sin)  for the first rope_weights of the concatenated outputs (q, k; optional)
     # fused
     y = torch.ops.fusion_passes.decode_gemv(x, W_0, W_1, W_2, norm_weight, eps, norm_offset, norm_cast,
-                                            residual, silu_mul, rope_cos, rope_sin, rope_dim, rope_weights)
+                                            residual, silu_mul, rope_cos, rope_sin, rope_dim, rope_weights,
+                                            b_0, b_1, b_2, gelu_tanh)
 
 ``decode_gemv_kv_write`` is the concatenated form that also writes output i's heads into a KV cache
 (HF StaticCache's ``cache_i.index_copy_(2, cache_position, heads_i)``) from the same epilogue.
@@ -40,6 +41,7 @@ pass over the row: the main loop sums the squares of the x tiles it loads anyway
 per row, moves after the dot. It does not round where eager rounds (within bf16 tolerance, not bit-close):
 
     y = ((x * (norm_weight + norm_offset)) @ W_0.T) * rsqrt(mean(x**2) + eps)      all in fp32, then -> T
+
 Tile sizes are autotuned per shape.
 
 On CUDA the op launches through ``wrap_triton`` (Inductor emits the kernel in its generated code, CUDA graphs
