@@ -328,9 +328,9 @@ def test_kv_write_epilogue_stores_exactly_the_heads(batch, seq, positions, rope,
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("present", [(True, True, True), (True, False, True), (False, True, False)])
 @pytest.mark.parametrize("rope", [False, True])
-def test_bias_epilogue(rows, dtype, present, rope):
+def test_bias_epilogue(rows, dtype, present, rope, monkeypatch):
     """bias_i is added to output i in fp32 before its one rounding (as eager's addmm) and before the rotation
-    (Qwen2's q/k/v); any subset of the outputs may have one."""
+    (Qwen2's q/k/v); any subset of the outputs may have one; the late-norm form adds it after its 1/rms scale."""
     if DEVICE == "cpu" and dtype == torch.bfloat16 and rows > 1:
         pytest.skip("the interpreter's bf16 tl.dot is wrong; covered on GPU")
     torch.manual_seed(0)
@@ -361,6 +361,16 @@ def test_bias_epilogue(rows, dtype, present, rope):
                                                           pos, False, *bs)
         assert torch.equal(kv, got)
         assert torch.equal(caches[0][0, :, 3].reshape(-1), got[0, 64:96])
+        from fusion_passes.kernels import gemv_table
+
+        monkeypatch.setenv(gemv_table.NORM_POLICY_ENV, "late")
+        x3 = x * 3  # rms ~3: a bias scaled by 1/rms with the dot would be off by a third of itself
+        late = torch.ops.fusion_passes.decode_gemv(x3, *ws, nw, 1e-6, 0.0, True, None, False, *rope_args, *bs)
+        want3 = _reference64(x3, ws, nw, 1e-6, None, False, True, biases=bs)
+        if rope:
+            parts = list(want3.split(list(widths), 1))
+            want3 = torch.cat([_rope64(p, cos, sin, dtype) if i < 2 else p for i, p in enumerate(parts)], 1)
+        assert (late.double() - want3).abs().max().item() <= TOL[dtype] * max(want3.abs().max().item(), 1.0)
 
 
 def test_biases_are_checked():
