@@ -164,24 +164,30 @@ def _greedy(model, prompt, steps):
     return torch.cat(toks, 1), all_logits
 
 
+def _decode_matches_eager(name, attn="eager"):
+    """A 6-token prompt and 2 greedy steps of ``name`` compiled with every family: tokens and logits checked against
+    eager; returns (the eager model, the compile records)."""
+    import fusion_passes
+
+    model = _causal_lm(name, attn)
+    prompt = _ids(batch=2, seq=6)
+    expected, ref_logits = _greedy(model, prompt, 2)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=fusion_passes.backend())
+    with fusion_passes.capture() as recs:
+        got, logits = _greedy(compiled, prompt, 2)
+    assert torch.equal(got, expected)
+    for a, b in zip(logits, ref_logits):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    return model, recs
+
+
 # llama (eager attention): the generation test below; mistral: llama's graph. llama/sdpa: HF's default attention,
 # SDPA over repeat_kv'd K/V, which becomes the decode kernel over the un-repeated cache.
 @pytest.mark.parametrize("name, attn", [("qwen2", "eager"), ("gemma", "eager"), ("llama", "sdpa"), ("qwen2", "sdpa"),
                                         ("qwen3", "sdpa"), ("gemma3", "eager"), ("phi3", "eager")])
 def test_hf_decode_step_with_decode_kernels(decode_kernels_everywhere, name, attn):
-    import fusion_passes
-
-    model = _causal_lm(name, attn)
-    prompt = _ids(batch=2, seq=6)
-    expected, _ = _greedy(model, prompt, 2)
-    torch._dynamo.reset()
-    compiled = torch.compile(model, backend=fusion_passes.backend())
-    with fusion_passes.capture() as recs:
-        got, logits = _greedy(compiled, prompt, 2)
-    _, ref_logits = _greedy(model, prompt, 2)
-    assert torch.equal(got, expected)
-    for a, b in zip(logits, ref_logits):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    _, recs = _decode_matches_eager(name, attn)
     decode = [m for r in recs for m in r.matches if m.pattern == "decode_gemv"]
     attn = [m for r in recs for m in r.matches if m.pattern == "attention_sdpa" and "decode" in m.detail["kernel"]]
     assert len(decode) >= 3 * 2 + 1 and len(attn) >= 2, [(m.pattern, m.detail) for r in recs for m in r.matches]
@@ -199,19 +205,8 @@ def test_gemma2_decode_with_softcapped_attention(decode_kernels_everywhere):
     """Gemma2: the GeGLU gate/up and the q/k/v (+ RoPE) GEMVs fire, and its tanh-softcapped attention scores go to
     the decode kernel with the model's cap (SDPA has no softcap: longer prompts keep the eager ops); the tokens
     and logits are eager's."""
-    import fusion_passes
-
-    model = _causal_lm("gemma2")
+    model, recs = _decode_matches_eager("gemma2")
     assert model.config.attn_logit_softcapping
-    prompt = _ids(batch=2, seq=6)
-    expected, ref_logits = _greedy(model, prompt, 2)
-    torch._dynamo.reset()
-    compiled = torch.compile(model, backend=fusion_passes.backend())
-    with fusion_passes.capture() as recs:
-        got, logits = _greedy(compiled, prompt, 2)
-    assert torch.equal(got, expected)
-    for a, b in zip(logits, ref_logits):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
     ms = [m for r in recs for m in r.matches]
     attn = [m for m in ms if m.pattern == "attention_sdpa"]
     assert attn and all(m.detail.get("softcap") == model.config.attn_logit_softcapping for m in attn), attn
