@@ -160,6 +160,18 @@ def deterministic_op(n: fx.Node) -> bool:
             and torch.Tag.nondeterministic_seeded not in n.target.tags and "empty" not in n.target.__name__)
 
 
+def run_nodes(nodes: list[fx.Node], env: dict) -> dict:
+    """Run ``nodes`` (in graph order) on real tensors at compile time, whatever fake mode the pass runs under:
+    ``env`` maps the nodes they read to values and is returned with each node's value added."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily():
+        for n in nodes:
+            args, kwargs = fx.node.map_arg((n.args, n.kwargs), env.__getitem__)
+            env[n] = n.target(*args, **kwargs)
+    return env
+
+
 def structure(node: fx.Node, memo: dict | None = None, depth: int = 0):
     """A hashable description of the value ``node`` computes: pure ATen ops by target and (described) arguments,
     so that two layers' identical slices or conversions of one model-level tensor (the mask, RoPE's cos/sin)

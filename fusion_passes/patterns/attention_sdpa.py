@@ -585,12 +585,8 @@ def _constant_mask_kind(attn: _Attention, q_len, k_len) -> str | None:
         return None
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-    with unset_fake_temporarily():  # run the mask's ops on real tensors, once, at compile time
-        env: dict[fx.Node, Any] = {}
-        for n in nodes:
-            args, kwargs = fx.node.map_arg((n.args, n.kwargs), env.__getitem__)
-            env[n] = n.target(*args, **kwargs)
-        value = env[term.tensor]
+    value = graph_utils.run_nodes(nodes, {})[term.tensor]  # the mask's ops on real tensors, once, at compile time
+    with unset_fake_temporarily():
         if term.kind == "add":
             blocked = (value == -math.inf) | (value <= torch.finfo(value.dtype).min)
             if not torch.equal(blocked, value != 0):

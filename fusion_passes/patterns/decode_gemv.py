@@ -40,7 +40,7 @@ Also the final norm + lm_head (one weight). Matched forms: an RMSNorm with a wei
 ``w * n.to(T)`` or Gemma's ``(n * (1 + w.float())).to(T)``, as ``residual_norm`` matches it) whose output feeds
 only 1-3 linears; ``act(g) * u`` with act SiLU (Llama, Qwen2, Mistral) or GELU's tanh form (Gemma's GeGLU),
 however spelled (``aten.silu``, ``g * sigmoid(g)``, a decomposition, with or without an fp32 round trip): the
-elementwise chain from g is run on 4,100 values and must equal one of them to within one rounding;
+elementwise chain from g is run on 4,099 values and must equal one of them (see ``_gate_activation``);
 ``add`` of a linear's output and a same-shape, same-dtype tensor.
 
 Fires only when: the row count M is static and <= 16 (``kernels.gemv.MAX_ROWS``); the graph is on CUDA
@@ -609,17 +609,14 @@ def _gate_activation(g: fx.Node, s: fx.Node) -> tuple[str, list[fx.Node]] | None
     t = dtype_of(g)
     if chain is None or t not in _ULP:
         return None
-    # real tensors, whatever mode the pass runs under (Inductor's fake tensors, a tracer)
-    with torch.utils._python_dispatch._disable_current_modes():
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily():  # real tensors, whatever mode the pass runs under
         x = torch.cat([torch.linspace(-8, 8, 4097), torch.tensor([-30.0, 30.0])]).to(t)
-        env = {g: x}
         try:
-            for node in chain:
-                args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda a: env[a])
-                env[node] = node.target(*args, **kwargs)
+            got = graph_utils.run_nodes(chain, {g: x})[s]
         except Exception:  # noqa: BLE001 - an op that will not run on these values is not an activation we know
             return None
-        got = env[s]
         if not isinstance(got, torch.Tensor) or got.shape != x.shape:
             return None
         for name, act in _GATE_ACTIVATIONS.items():
@@ -648,8 +645,6 @@ def _elementwise_chain(a: fx.Node, out: fx.Node, limit: int = 32) -> list[fx.Nod
         inside.add(node)
         if len(inside) > limit:
             return None
-        for arg in torch.fx.node.map_aggregate((node.args, node.kwargs), lambda v: v):
-            pass
         for arg in (*node.args, *node.kwargs.values()):
             if isinstance(arg, fx.Node):
                 stack.append(arg)
