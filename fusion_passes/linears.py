@@ -6,7 +6,8 @@
     # under freezing W.T may be a ``get_attr`` constant instead
 
 ``gemms_by_input`` groups the GEMMs by the tensor they read, ``as_linear`` says whether one is a linear on a
-weight (or why not), and ``replace_output`` / ``FakeEval`` help a family swap in its op.
+weight (or why not), ``unpad_rows`` undoes Inductor's row padding of a GEMM where a family needs the plain
+linear, and ``replace_output`` / ``FakeEval`` help a family swap in its op.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import torch.fx as fx
 from . import graph_utils
 from .graph_utils import val
 
-__all__ = ["Linear", "gemms_by_input", "as_linear", "replace_output", "FakeEval"]
+__all__ = ["Linear", "gemms_by_input", "as_linear", "unpad_rows", "replace_output", "FakeEval", "UNPADDED"]
 
 aten = torch.ops.aten
 _RESHAPES = (aten.reshape.default, aten.view.default, aten._unsafe_view.default)
@@ -53,6 +54,71 @@ def gemms_by_input(graph: fx.Graph) -> dict[fx.Node, list[fx.Node]]:
             if isinstance(x2, fx.Node):
                 groups[_flattened_from(x2)].append(node)
     return groups
+
+
+UNPADDED = "fusion_passes_unpadded_rows"  # meta key of a GEMM unpad_rows restored: the rows pad_mm had added
+
+
+def unpad_rows(graph: fx.Graph, max_rows: int | None = None, min_group: int = 1) -> list[fx.Node]:
+    """Undo Inductor's ``pad_mm`` where it padded only the rows of a linear (M not a multiple of 8 in 16-bit):
+
+        xp = constant_pad_nd(x2, [0, 0, 0, p], 0)              x2 [M, K] -> xp [M + p, K]
+        y  = slice(mm(xp, W.T), 0, 0, -p)                      -> [M, N]      (or addmm with a bias [N])
+        # after
+        y  = mm(x2, W.T)                                        the GEMM's ``meta[UNPADDED]`` = p
+
+    Exact: a GEMM computes each output row from its own input row, and the zero rows are sliced off. pad_mm
+    decides by timing the padded GEMM on the GPU at compile time, so without this a fusion that needs the plain
+    linear would fire in one compile and not the next. Only GEMMs with static M <= ``max_rows`` (if given), and
+    only where at least ``min_group`` such linears read the same input (2 for packing: a pad per GEMM hides that
+    they share it). Returns the restored GEMMs.
+    """
+    found = collections.defaultdict(list)
+    for sl in graph.nodes:
+        padded = _row_padded(sl, max_rows)
+        if padded is not None:
+            found[_flattened_from(padded[1].args[0])].append((sl, *padded))
+    restored = []
+    for group in found.values():
+        if len(group) < min_group:
+            continue
+        for sl, mm, pad, rows in group:
+            args = list(mm.args)
+            args[0 if mm.target is aten.mm.default else 1] = pad.args[0]
+            with graph.inserting_before(sl):
+                gemm = graph.call_function(mm.target, tuple(args), dict(mm.kwargs))
+            gemm.meta.update(mm.meta)
+            gemm.meta["val"] = val(sl)  # [M, N], strides (N, 1): what the unpadded GEMM gives
+            gemm.meta[UNPADDED] = rows
+            sl.replace_all_uses_with(gemm)
+            graph_utils.erase_dead(graph, [sl, mm, pad])
+            restored.append(gemm)
+    return restored
+
+
+def _row_padded(sl: fx.Node, max_rows: int | None) -> tuple[fx.Node, fx.Node, int] | None:
+    """(gemm, pad, rows added) if ``sl`` is the row slice of pad_mm's row-padded linear (see ``unpad_rows``)."""
+    if not (sl.op == "call_function" and sl.target is aten.slice.Tensor and len(sl.args) >= 4):
+        return None
+    mm, dim, start, end = sl.args[:4]
+    step = sl.args[4] if len(sl.args) > 4 else sl.kwargs.get("step", 1)
+    if not (isinstance(mm, fx.Node) and mm.target in (aten.mm.default, aten.addmm.default)
+            and len(mm.users) == 1 and dim == 0 and start in (0, None) and step == 1):
+        return None
+    pad = mm.args[0 if mm.target is aten.mm.default else 1]
+    if not (isinstance(pad, fx.Node) and pad.target is aten.constant_pad_nd.default and len(pad.users) == 1):
+        return None
+    padding, value = list(pad.args[1]), (pad.args[2] if len(pad.args) > 2 else pad.kwargs.get("value", 0))
+    x, out = val(pad.args[0]), val(sl)
+    if not (isinstance(x, torch.Tensor) and isinstance(out, torch.Tensor) and x.dim() == 2 and value == 0
+            and len(padding) == 4 and padding[:3] == [0, 0, 0] and isinstance(padding[3], int) and padding[3] > 0):
+        return None
+    rows = x.shape[0]
+    if not isinstance(rows, int) or (max_rows is not None and rows > max_rows) or out.shape[0] != rows:
+        return None  # the slice keeps exactly the original rows, 0 .. M - 1
+    if isinstance(as_linear(mm), str):
+        return None  # not on a weight, or (addmm) a bias other than [N], which pad_mm pads by rows too
+    return mm, pad, padding[3]
 
 
 def _flattened_from(x2: fx.Node) -> fx.Node:

@@ -24,7 +24,7 @@ import torch
 import torch.fx as fx
 from torch._inductor.custom_graph_pass import CustomGraphPass
 
-from . import graph_utils, records
+from . import graph_utils, linears, records
 from .patterns import get_family
 from .records import Match, NearMiss, PassError
 
@@ -54,6 +54,10 @@ class PassContext:
         """Record a rewrite. ``replaced``/``inserted`` are nodes (or strings). The source line is the ``anchor``
         node's (the op that says what matched, e.g. the softmax), else the first replaced node's that has one."""
         replaced = list(replaced)
+        detail = dict(detail or {})
+        unpadded = [n.meta[linears.UNPADDED] for n in replaced if isinstance(n, fx.Node) and linears.UNPADDED in n.meta]
+        if unpadded:
+            detail["row_padding_undone"] = f"Inductor's pad_mm had padded {len(unpadded)} GEMM(s) by {max(unpadded)} rows"
         nodes = [anchor] if anchor is not None else []
         nodes += [n for n in replaced if isinstance(n, fx.Node)]
         m = Match(
@@ -62,7 +66,7 @@ class PassContext:
             source=graph_utils.first_source(nodes),
             replaced=[_describe(n) for n in replaced],
             inserted=[_describe(n) for n in inserted],
-            detail=dict(detail or {}),
+            detail=detail,
             saved_bytes=saved_bytes,
         )
         if self.record is not None:

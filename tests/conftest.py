@@ -72,5 +72,16 @@ def apply_family(family, graph):
 
 
 @pytest.fixture
+def pad_mm_pads_rows(monkeypatch):
+    """Inductor's pad_mm pads every 16-bit GEMM whose M, K or N is not a multiple of 8, as it may on a GPU (where
+    it times padded against unpadded at compile time): on CPU it never pads, so force it there."""
+    from torch._inductor.fx_passes import pad_mm
+
+    monkeypatch.setattr(pad_mm, "check_device", lambda a, b: True)
+    monkeypatch.setattr(pad_mm, "has_triton", lambda: True)
+    monkeypatch.setattr(torch._inductor.config, "force_shape_pad", True)
+
+
+@pytest.fixture
 def compile_records():
     return compile_with_records

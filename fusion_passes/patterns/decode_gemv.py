@@ -49,6 +49,9 @@ for tests); weights are distinct 2-D contiguous graph inputs of the activation's
 constants, not mutated), K static; every intermediate it absorbs (normalised input, GEMM outputs, silu) has
 no other user; biases only where outputs are concatenated (the kernel adds them; a biased gate/up runs as two
 concatenated outputs, SiLU·mul left to Inductor); autograd is off.
+Where Inductor's pad_mm padded a GEMM's rows to a multiple of 8 (on a GPU it decides by timing both at compile
+time), ``linears.unpad_rows`` first restores the plain linear (exact), so whether the GEMV fires does not hang on
+that timing; the match's detail then says ``row_padding_undone``.
 Above 16 rows the linears are left to cuBLAS and ``qkv_packing``; so are the shapes where our GEMV measured
 slower than cuBLAS (see ``HUGE_WEIGHT_BYTES`` / ``BATCHED_MAX_WEIGHT_BYTES``; ``gemv_table.BEATS_CUBLAS`` lists the
 large M = 1 shapes measured faster on a given GPU, which are fused there).
@@ -118,6 +121,7 @@ class _NoMatch(Exception):
 
 def apply(graph: fx.Graph, ctx) -> None:
     """Residual epilogues first (their adds become the ``h`` the next norm reads), then norm prologues."""
+    linears.unpad_rows(graph, max_rows=gemv.MAX_ROWS)
     for mm in [n for n in graph.nodes if is_op(n, aten.mm)]:
         if mm.graph is graph:
             _try(ctx, mm, lambda: _fuse_residual(graph, mm, ctx))

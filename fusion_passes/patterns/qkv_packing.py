@@ -11,6 +11,10 @@
     k   = slice(qkv, 1, Nq, Nq + Nk) + b_k                        bias added in the graph: Inductor fuses it
     v   = slice(qkv, 1, Nq + Nk, Nq + Nk + Nv)                    into the consumer, and mixed bias is exact
 
+Inductor's pad_mm may pad each of these GEMMs' rows to a multiple of 8 (on a GPU, when timing says so), each
+with its own pad of the shared input; where 2 or more such linears read one tensor, ``linears.unpad_rows``
+restores them first (exact), so packing does not hang on that timing.
+
 The weights stay graph inputs: the op stacks them without a per-call copy by making the parameters row
 blocks of one buffer the first time it runs (see ``fusion_passes/kernels/packed_linear.py``).
 
@@ -39,6 +43,7 @@ _ALIGN = 16  # bytes: Inductor assumes 16-byte-aligned inputs on GPU, so each ro
 
 
 def apply(graph: fx.Graph, ctx) -> None:
+    linears.unpad_rows(graph, min_group=2)
     order = {n: i for i, n in enumerate(graph.nodes)}
     packed_weights: set[fx.Node] = set()
     for mms in linears.gemms_by_input(graph).values():

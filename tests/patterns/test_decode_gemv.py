@@ -94,6 +94,24 @@ def test_llama_decode_step_parity_and_ops(always, monkeypatch, dtype, batch, rop
     assert before["aten.neg"] == 3 * layers and after.get("aten.neg", 0) == (0 if rope == "on" else 2 * layers)
 
 
+def test_gemms_inductor_padded_to_8_rows_are_unpadded_and_fused(always, pad_mm_pads_rows):
+    """On a GPU Inductor's pad_mm may pad a 4-row bf16 GEMM to 8 rows (it times both at compile time); the GEMV
+    still takes every linear, and the pads and slices are gone."""
+    model, step = zoo_decode(torch.bfloat16, batch=4)
+    layers = model.config.num_hidden_layers
+    with torch.no_grad():
+        expected = step(model)()
+        out, recs = compile_with_records(step(model), patterns=PATTERN)
+    torch.testing.assert_close(out, expected, rtol=2e-2, atol=2e-2)
+    before, after = ops_of(recs, "before"), ops_of(recs, "after")
+    assert before["aten.constant_pad_nd"] == 7 * layers + 1  # every linear was padded: the case is exercised
+    assert after.get("aten.constant_pad_nd", 0) == 0 and after.get("aten.mm", 0) == 0
+    assert after["fusion_passes.decode_gemv"] == 4 * layers + 1
+    ms = matches(recs)
+    assert len(ms) == 4 * layers + 1
+    assert all(m.detail["row_padding_undone"].endswith("by 4 rows") for m in ms)
+
+
 def test_real_transformers_llama_decode(always):
     transformers = pytest.importorskip("transformers")
     cfg = transformers.LlamaConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,

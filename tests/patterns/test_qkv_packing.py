@@ -96,6 +96,25 @@ def test_llama_gemms_per_layer_7_to_4_with_parity(batch):
     assert "packed_linear" in stage.code_after and "packed_linear" not in stage.code_before
 
 
+def test_linears_inductor_padded_to_8_rows_are_still_packed(pad_mm_pads_rows):
+    """pad_mm (as it may on a GPU) pads each 12-row bf16 GEMM to 16 rows with its own pad of the shared input,
+    which would hide that q/k/v read one tensor; they are unpadded and packed, and the packed GEMM unpadded."""
+    model, args = zoo.build("llama", batch=1, seq=12, dtype=torch.bfloat16)
+    layers = model.config.num_hidden_layers
+    with torch.no_grad():
+        ref = model(*args)
+        out, recs = compile_with_records(model, *args, patterns=PATTERN)
+    torch.testing.assert_close(out, ref, rtol=2e-2, atol=2e-2)
+    stage = post_grad([r for r in recs if r.matches][0])
+    # every linear padded (and the attention's batched GEMMs): the case is exercised
+    assert stage.ops_before["aten.constant_pad_nd"] >= 7 * layers + 1
+    assert stage.ops_after["fusion_passes.packed_linear"] == 2 * layers
+    # the pads of the 5 packed linears per layer are gone; o, down, the lm_head and the attention keep theirs
+    assert stage.ops_after["aten.constant_pad_nd"] == stage.ops_before["aten.constant_pad_nd"] - 5 * layers
+    assert all(m.detail["row_padding_undone"] == "Inductor's pad_mm had padded %d GEMM(s) by 4 rows" % len(m.replaced)
+               for m in matches(recs))
+
+
 def test_steady_state_has_no_weight_copy_and_memory_stays_1x():
     model, args = tiny_llama(), (torch.randint(0, 256, (2, 8)),)
     attn, mlp = model.layers[0].self_attn, model.layers[0].mlp
