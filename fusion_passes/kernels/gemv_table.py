@@ -13,7 +13,9 @@ Shapes not listed here (other models, other GPUs) are autotuned as before, excep
 always runs a fixed config (``KV_FALLBACK``). ``FUSION_PASSES_GEMV_TABLE=off`` autotunes listed shapes too.
 
 ``FUSION_PASSES_GEMV_NORM=late`` (default ``exact``) runs the M = 1 launches with a norm in the kernel's late-norm
-form (``gemv``'s module doc): no prologue pass over the input, not eager's roundings; for measuring it.
+form (``gemv``'s module doc): no prologue pass over the input, not eager's roundings; for measuring it. On the
+H200 it measured slower (session 14, ``gemv_chain_normlate_*.json``: 1B chain 0.767 vs 0.729 ms, 8B 3.891 vs
+3.755 ms; its q/k/v gain, gate/up and the lm_head lose more).
 """
 
 from __future__ import annotations
@@ -43,6 +45,16 @@ TABLE = {
     ("NVIDIA H200", "silu", 4096, 14336, 14336, 0): (2, 1024, True, 4, 1, True),  # 57.3 vs 60.3 us
     ("NVIDIA H200", "res", 14336, 4096, 0, 0): (4, 1024, True, 4, 3),
     ("NVIDIA H200", "cat", 4096, 128256, 0, 0): (4, 2048, True, 4, 2, True),  # lm_head: 237.7 vs 252.0 us
+    # qwen2-1.5b (hidden 1536, 12 heads, 2 KV heads of 128, FFN 8960; logs/s14_run4: the fastest with BLOCK_K <= K,
+    # against the autotuner's pick)
+    ("NVIDIA H200", "rope", 1536, 1536, 256, 256): (4, 1024, False, 4, 2),  # 4.89 vs 5.38 us
+    ("NVIDIA H200", "res", 1536, 1536, 0, 0): (2, 1024, True, 4, 2),  # 3.58 vs 3.71 us
+    ("NVIDIA H200", "silu", 1536, 8960, 8960, 0): (8, 256, True, 4, 4),  # the autotuner's pick (17.76 us)
+    ("NVIDIA H200", "res", 8960, 1536, 0, 0): (2, 1024, False, 4, 2),  # 9.80 vs 9.93 us
+    # gemma-2b (hidden 2048, 8 heads, 1 KV head of 256, FFN 16384; its o shares llama-1b's entry, the fastest there
+    # too; gate/up, 128 MiB, stays on cuBLAS: logs/s14_run5)
+    ("NVIDIA H200", "rope", 2048, 2048, 256, 256): (2, 1024, True, 4, 2, True),  # 5.64 us, the autotuner's 5.63
+    ("NVIDIA H200", "res", 16384, 2048, 0, 0): (2, 2048, True, 4, 2, True),  # 18.51 vs 19.28 us
 }  # fmt: skip
 
 # M = 1 shapes of 128 MiB of weights and more, where cuBLAS used to be faster (``patterns.decode_gemv`` leaves such
