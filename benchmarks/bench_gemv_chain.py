@@ -8,6 +8,8 @@ the L2 (60 MB on the H200) are served from L2 and look faster than they are in a
 its own weights and the layers run in order, so the chain streams every byte of weights once per step:
 
     per layer:  qkv = gemv(h, Wq, Wk, Wv, norm=n1)     o: h = gemv(attn, Wo, residual=h)
+                (--qkv-form rope: q, k also rotated; kv, the default at one row: also k, v stored into the layer's
+                KV caches at position 1000, as the shipped decode step launches it)
                 a   = gemv(h, Wg, Wu, norm=n2, silu)   down: h = gemv(a, Wd, residual=h)
     then:       logits = gemv(h, W_lm, norm=nf)
 
@@ -44,6 +46,10 @@ from fusion_passes.kernels import gemv, gemv_table  # noqa: E402
 LINEARS = ("qkv", "o", "gate_up", "down")
 
 
+QKV_FORMS = ("plain", "rope", "kv")
+CACHE_LEN, POSITION = 1280, 1000
+
+
 def make_weights(cfg: dict, device, dtype) -> dict:
     h, f, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     d = h // cfg["num_attention_heads"]
@@ -55,7 +61,16 @@ def make_weights(cfg: dict, device, dtype) -> dict:
     layers = [dict(q=w(h, h), k=w(kv, h), v=w(kv, h), o=w(h, h), g=w(f, h), u=w(f, h), d=w(h, f),
                    n1=torch.ones(h, device=device, dtype=dtype), n2=torch.ones(h, device=device, dtype=dtype))
               for _ in range(cfg["num_hidden_layers"])]
-    return dict(layers=layers, lm=w(v, h), nf=torch.ones(h, device=device, dtype=dtype), hidden=h)
+    angles = torch.rand(1, d, device=device) * 6.28
+    return dict(layers=layers, lm=w(v, h), nf=torch.ones(h, device=device, dtype=dtype), hidden=h, head_dim=d,
+                kv_heads=cfg["num_key_value_heads"], cos=angles.cos().to(dtype), sin=angles.sin().to(dtype))
+
+
+def add_caches(ws: dict, rows: int) -> None:
+    """Per layer a K and a V cache [rows, kv_heads, CACHE_LEN, D] for the q/k/v GEMV's cache-writing form."""
+    for L in ws["layers"]:
+        L["caches"] = [torch.zeros(rows, ws["kv_heads"], CACHE_LEN, ws["head_dim"], device=ws["lm"].device,
+                                   dtype=ws["lm"].dtype) for _ in range(2)]
 
 
 def weight_bytes(ws: dict) -> int:
@@ -63,19 +78,27 @@ def weight_bytes(ws: dict) -> int:
     return per + ws["lm"].numel() * ws["lm"].element_size()
 
 
-def ours_chain(ws: dict, x: torch.Tensor, prefetch: bool | None = None):
-    def op(x, w0, w1=None, w2=None, nw=None, res=None, silu=False):
+def ours_chain(ws: dict, x: torch.Tensor, prefetch: bool | None = None, qkv_form: str = "plain"):
+    rope = (ws["cos"].expand(x.shape[0], -1), ws["sin"].expand(x.shape[0], -1), ws["head_dim"], 2)
+    position = torch.full((x.shape[0],), POSITION, device=x.device)
+
+    def op(x, w0, w1=None, w2=None, nw=None, res=None, silu=False, caches=None):
         y = torch.empty((x.shape[0], gemv._out_width(w0, w1, w2, res, silu)), dtype=x.dtype, device=x.device)
+        rot = rope if qkv_form != "plain" and w2 is not None else (None, None, 0, 0)
+        stores = (None, *caches) if caches else (None, None, None)
         if gemv._use_triton(x):
-            gemv._launch(x, w0, w1, w2, nw, 1e-5, 0.0, True, res, silu, y, prefetch=prefetch)
+            gemv._launch(x, w0, w1, w2, nw, 1e-5, 0.0, True, res, silu, y, *rot, prefetch=prefetch, caches=stores,
+                         cache_index=position if caches else None)
         else:
-            y.copy_(gemv.reference(x, w0, w1, w2, nw, 1e-5, 0.0, True, res, silu))
+            y.copy_(gemv.reference(x, w0, w1, w2, nw, 1e-5, 0.0, True, res, silu, *rot))
+            if caches:
+                gemv.write_cache_reference(y, [w.shape[0] for w in (w0, w1, w2)], stores, position[:1])
         return y
 
     def run():
         h = x
         for L in ws["layers"]:
-            qkv = op(h, L["q"], L["k"], L["v"], nw=L["n1"])
+            qkv = op(h, L["q"], L["k"], L["v"], nw=L["n1"], caches=L.get("caches") if qkv_form == "kv" else None)
             h = op(qkv[:, : ws["hidden"]], L["o"], res=h)
             a = op(h, L["g"], L["u"], nw=L["n2"], silu=True)
             h = op(a, L["d"], res=h)
@@ -188,6 +211,9 @@ def main(argv=None) -> int:
     p.add_argument("--models", nargs="+", default=["llama-1b", "llama-8b"])
     p.add_argument("--rows", nargs="+", type=int, default=[1])
     p.add_argument("--variants", nargs="+", default=["cublas", "ours"], choices=["cublas", "ours", "ours-noprefetch", "ours-late", "read"])
+    p.add_argument("--qkv-form", choices=QKV_FORMS, default="kv",
+                   help="ours' q/k/v GEMV: plain, + RoPE, or + RoPE and the KV-cache stores (the shipped step's; "
+                        "at more than one row the chain runs rope)")
     add_run_args(p)
     args = p.parse_args(argv)
     cuda = args.device.startswith("cuda")
@@ -203,14 +229,18 @@ def main(argv=None) -> int:
         nbytes = weight_bytes(ws)
         for m in args.rows:
             x = torch.randn(m, ws["hidden"], device=args.device, dtype=dtype)
+            qkv_form = "rope" if args.qkv_form == "kv" and m > 1 else args.qkv_form
+            if qkv_form == "kv":
+                add_caches(ws, m)
             for variant in args.variants:
                 prefetch = False if variant == "ours-noprefetch" else None  # None: the shipped choice
                 chains = dict(cublas=cublas_chain, read=read_chain)
-                run = chains[variant](ws, x) if variant in chains else ours_chain(ws, x, prefetch)
+                run = chains[variant](ws, x) if variant in chains else ours_chain(ws, x, prefetch, qkv_form)
                 late = {gemv_table.NORM_POLICY_ENV: "late"} if variant == "ours-late" else {}
                 with env_set(late):  # read at every launch: the warm-up and the capture
                     ms, replay = graph_ms(run, args.device)
-                rec = dict(model=model, rows=m, variant=variant, ms=round(ms, 4), weight_gb=round(nbytes / 1e9, 3),
+                rec = dict(model=model, rows=m, variant=variant, qkv_form=qkv_form if variant.startswith("ours") else "",
+                           ms=round(ms, 4), weight_gb=round(nbytes / 1e9, 3),
                            tbps=round(nbytes / (ms * 1e-3) / 1e12, 3))
                 if bw:
                     rec["hbm_frac"] = round(nbytes / (ms * 1e-3) / (bw * 1e9), 3)
@@ -222,9 +252,9 @@ def main(argv=None) -> int:
                 records.append(rec)
                 print(rec, flush=True)
         del ws
-    cols = ["model", "rows", "variant", "ms", "weight_gb", "tbps", "hbm_frac", "per_linear_us"]
+    cols = ["model", "rows", "variant", "qkv_form", "ms", "weight_gb", "tbps", "hbm_frac", "per_linear_us"]
     print(tabulate([[r.get(c, "") for c in cols] for r in records], headers=cols))
-    return write_results(records, "gemv_chain", args.out, key=("model", "rows", "variant"), device=args.device)
+    return write_results(records, "gemv_chain", args.out, key=("model", "rows", "variant", "qkv_form"), device=args.device)
 
 
 if __name__ == "__main__":

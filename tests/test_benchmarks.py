@@ -258,6 +258,24 @@ def test_save_records_merges_and_never_truncates_on_failure(tmp_path, monkeypatc
     assert Path(path).read_text() == before
 
 
+def test_gemv_chain_qkv_forms_rotate_and_store_as_the_step_does():
+    """--qkv-form: rope rotates q and k (the chain's output changes), kv also stores k and v at the cache position
+    (the output does not change again) and nowhere else."""
+    import bench_gemv_chain as chain
+
+    torch.manual_seed(0)
+    ws = chain.make_weights(bench_e2e.CONFIGS["tiny"], "cpu", torch.float32)
+    chain.add_caches(ws, 1)
+    x = torch.randn(1, ws["hidden"])
+    out = {form: chain.ours_chain(ws, x, qkv_form=form)() for form in chain.QKV_FORMS}
+    assert not torch.allclose(out["plain"], out["rope"])
+    torch.testing.assert_close(out["kv"], out["rope"])
+    for layer in ws["layers"]:
+        for cache in layer["caches"]:
+            assert cache[:, :, chain.POSITION].abs().sum() > 0
+            assert cache[:, :, : chain.POSITION].abs().sum() == 0 and cache[:, :, chain.POSITION + 1:].abs().sum() == 0
+
+
 def test_gemv_chain_reports_the_autotuners_picks(monkeypatch):
     import bench_gemv_chain
     from fusion_passes.kernels import gemv
