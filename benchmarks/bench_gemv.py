@@ -1,6 +1,7 @@
 """Decode GEMV kernels: ``fusion_passes::decode_gemv`` vs what runs without it, per decoder shape.
 
     python benchmarks/bench_gemv.py                 # GPU: llama-1b and llama-8b shapes, M = 1 and 8
+    python benchmarks/bench_gemv.py --models gemma-2b --rows 1   # any bench_e2e model's shapes
     python benchmarks/bench_gemv.py --tiny          # CPU smoke run (torch implementation, no timing value)
 
 For each linear of a Llama decoder layer (and the lm_head) at M rows, side by side:
@@ -22,23 +23,19 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_e2e import copy_bandwidth_gbs  # noqa: E402
+from bench_e2e import CONFIGS, copy_bandwidth_gbs  # noqa: E402
 from common import write_results  # noqa: E402
 
 import fusion_passes.kernels.gemv  # noqa: E402,F401 - registers the op
 
-SHAPES = {
-    # name: (K, widths, mode) with mode "cat" (norm + concatenated outputs), "silu" (norm + gate/up), "res"
-    "llama-1b": [
-        ("qkv", 2048, (2048, 512, 512), "cat"), ("o", 2048, (2048,), "res"), ("gate_up", 2048, (8192, 8192), "silu"),
-        ("down", 8192, (2048,), "res"), ("lm_head", 2048, (128256,), "cat"),
-    ],
-    "llama-8b": [
-        ("qkv", 4096, (4096, 1024, 1024), "cat"), ("o", 4096, (4096,), "res"),
-        ("gate_up", 4096, (14336, 14336), "silu"), ("down", 14336, (4096,), "res"), ("lm_head", 4096, (128256,), "cat"),
-    ],
-    "tiny": [("qkv", 64, (64, 32, 32), "cat"), ("gate_up", 64, (128, 128), "silu"), ("down", 128, (64,), "res")],
-}
+def model_shapes(cfg: dict) -> list[tuple[str, int, tuple, str]]:
+    """(name, K, weight widths, mode) of a decoder layer's linears and the lm_head for a ``bench_e2e`` config; mode
+    "cat" (norm + concatenated outputs), "silu" (norm + gate/up), "res" (+ residual)."""
+    h, f, heads = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_attention_heads"]
+    d = cfg.get("head_dim", h // heads)
+    q, kv = heads * d, cfg["num_key_value_heads"] * d
+    return [("qkv", h, (q, kv, kv), "cat"), ("o", q, (h,), "res"), ("gate_up", h, (f, f), "silu"),
+            ("down", f, (h,), "res"), ("lm_head", h, (cfg["vocab_size"],), "cat")]
 
 
 def unfused(x, ws, nw, res, mode):
@@ -89,7 +86,7 @@ def kernel_bench_target(args) -> tuple[str, torch.dtype, list[str]]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--models", nargs="+", default=["llama-1b", "llama-8b"])
+    p.add_argument("--models", nargs="+", default=["llama-1b", "llama-8b"], choices=sorted(CONFIGS))
     p.add_argument("--rows", nargs="+", type=int, default=[1, 8])
     p.add_argument("--variants", nargs="+", default=["cublas", "inductor", "ours"])
     p.add_argument("--tiny", action="store_true")
@@ -101,7 +98,7 @@ def main(argv=None) -> int:
     records = []
     torch.manual_seed(0)
     for model in models:
-        for name, k, widths, mode in SHAPES[model]:
+        for name, k, widths, mode in model_shapes(CONFIGS[model]):
             ws = [torch.randn(n, k, device=device, dtype=dtype) / k**0.5 for n in widths]
             nw = torch.rand(k, device=device, dtype=dtype) + 0.5 if mode != "res" else None
             wbytes = sum(w.numel() * w.element_size() for w in ws)

@@ -52,13 +52,13 @@ CACHE_LEN, POSITION = 1280, 1000
 
 def make_weights(cfg: dict, device, dtype) -> dict:
     h, f, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
-    d = h // cfg["num_attention_heads"]
-    kv = cfg["num_key_value_heads"] * d
+    d = cfg.get("head_dim", h // cfg["num_attention_heads"])
+    q, kv = cfg["num_attention_heads"] * d, cfg["num_key_value_heads"] * d
 
     def w(n, k):
         return torch.randn(n, k, device=device, dtype=dtype) * k**-0.5
 
-    layers = [dict(q=w(h, h), k=w(kv, h), v=w(kv, h), o=w(h, h), g=w(f, h), u=w(f, h), d=w(h, f),
+    layers = [dict(q=w(q, h), k=w(kv, h), v=w(kv, h), o=w(h, q), g=w(f, h), u=w(f, h), d=w(h, f),
                    n1=torch.ones(h, device=device, dtype=dtype), n2=torch.ones(h, device=device, dtype=dtype))
               for _ in range(cfg["num_hidden_layers"])]
     angles = torch.rand(1, d, device=device) * 6.28
@@ -99,7 +99,7 @@ def ours_chain(ws: dict, x: torch.Tensor, prefetch: bool | None = None, qkv_form
         h = x
         for L in ws["layers"]:
             qkv = op(h, L["q"], L["k"], L["v"], nw=L["n1"], caches=L.get("caches") if qkv_form == "kv" else None)
-            h = op(qkv[:, : ws["hidden"]], L["o"], res=h)
+            h = op(qkv[:, : L["q"].shape[0]], L["o"], res=h)
             a = op(h, L["g"], L["u"], nw=L["n2"], silu=True)
             h = op(a, L["d"], res=h)
         return op(h, ws["lm"], nw=ws["nf"])

@@ -34,7 +34,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_e2e import CONFIGS  # noqa: E402
-from bench_gemv import per_call_ms  # noqa: E402
+from bench_gemv import model_shapes, per_call_ms  # noqa: E402
 from common import write_results  # noqa: E402
 
 from fusion_passes.kernels import gemv  # noqa: E402
@@ -57,11 +57,9 @@ def sweep_configs() -> list[dict]:
 
 def linear_shape(name: str, cfg: dict) -> tuple[str, int, tuple]:
     """(``gemv_table`` form, K, weight widths) of one decoder linear."""
-    h, f = cfg["hidden_size"], cfg["intermediate_size"]
-    kv = cfg["num_key_value_heads"] * h // cfg["num_attention_heads"]
-    return {"qkv": ("rope", h, (h, kv, kv)), "qkv_kv": ("kv", h, (h, kv, kv)), "o": ("res", h, (h,)),
-            "gate_up": ("silu", h, (f, f)), "down": ("res", f, (h,)),
-            "lm_head": ("cat", h, (cfg["vocab_size"],))}[name]
+    shapes = {n: (k, widths) for n, k, widths, _ in model_shapes(cfg)}
+    k, widths = shapes["qkv" if name == "qkv_kv" else name]
+    return {"qkv": "rope", "qkv_kv": "kv", "o": "res", "gate_up": "silu", "down": "res", "lm_head": "cat"}[name], k, widths
 
 
 def table_entry(name: str, cfg: dict) -> list[dict]:
@@ -82,7 +80,7 @@ def linear_calls(name: str, cfg: dict, device, dtype, copies: int | None = None)
     """(weight bytes of one call, calls, launch(config)) for one linear: ``calls`` launches, each on its own copy of
     the weights, into one output."""
     h = cfg["hidden_size"]
-    d = h // cfg["num_attention_heads"]
+    d = cfg.get("head_dim", h // cfg["num_attention_heads"])
     _, k, widths = linear_shape(name, cfg)
     nbytes = sum(widths) * k * torch.finfo(dtype).bits // 8
     calls = copies or max(4, math.ceil(3 * L2_BYTES / nbytes))

@@ -45,6 +45,9 @@
 #                                           + decode GEMV GPU tests side by side, then the 1B late-norm comparison
 #   bash benchmarks/run_gpu.sh validate2  # part 2: the other GPU tests beside HF generate (static-graph fix), then
 #                                           the Qwen2 and Gemma decode steps
+#   bash benchmarks/run_gpu.sh validate3  # session 14's leftovers (one call): Gemma/Qwen2 gate/up and lm_head, ours vs
+#                                           cuBLAS; the 1B/8B chain with the q/k/v GEMV as the step launches it;
+#                                           Gemma's decode step autotuned in place vs the table, side by side
 # On a machine with two GPUs, two parts can run at once: CUDA_VISIBLE_DEVICES=1 bash benchmarks/run_gpu.sh ...
 # Results land in $OUT (the device tool brings them back) and are then copied to benchmarks/results/.
 set -uo pipefail
@@ -220,8 +223,16 @@ case "${1:-}" in
     tail -8 "$OUT/v2_tests2.log"; tail -8 "$OUT/v2_generate.log"
     SKIP_INSTALL=1 timeout 140 bash "$0" qwen2
     SKIP_INSTALL=1 timeout 130 bash "$0" arch gemma-2b ;;
+  validate3)
+    timeout 150 python3 benchmarks/bench_gemv.py --models gemma-2b qwen2-1.5b --rows 1 --variants cublas ours \
+      --out "$OUT/gemv_gemma_qwen2.json" 2>&1 | grep "^\[gemv\]"
+    timeout 150 python3 benchmarks/bench_gemv_chain.py --models llama-1b llama-8b --variants ours read \
+      --out "$OUT/gemv_chain_kvform.json" 2>&1 | grep -v Warn | tail -6
+    timeout 240 python3 benchmarks/bench_e2e.py --model gemma-2b --attn eager --workloads decode-1024 \
+      --variants stock+cudagraphs fusion_passes+notable+graphstep fusion_passes+graphstep --budget-s 220 \
+      --out "$OUT/e2e_decode_table_gemma-2b_eager.json" 2>&1 | grep -v Warning | tail -5 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|qwen2|arch|validate1|validate2" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|qwen2|arch|validate1|validate2|validate3" >&2
      exit 2 ;;
 esac
