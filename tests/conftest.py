@@ -79,7 +79,9 @@ def pad_mm_pads_rows(monkeypatch):
 
     monkeypatch.setattr(pad_mm, "check_device", lambda a, b: True)
     monkeypatch.setattr(pad_mm, "has_triton", lambda: True)
-    monkeypatch.setattr(torch._inductor.config, "force_shape_pad", True)
+    # config.patch, not monkeypatch: pytest 9.2's undo deletes the setting from Inductor's config module
+    with torch._inductor.config.patch(force_shape_pad=True):
+        yield
 
 
 @pytest.fixture
