@@ -59,7 +59,8 @@ def gemms_by_input(graph: fx.Graph) -> dict[fx.Node, list[fx.Node]]:
 UNPADDED = "fusion_passes_unpadded_rows"  # meta key of a GEMM unpad_rows restored: the rows pad_mm had added
 
 
-def unpad_rows(graph: fx.Graph, max_rows: int | None = None, min_group: int = 1) -> list[fx.Node]:
+def unpad_rows(graph: fx.Graph, max_rows: int | None = None, min_group: int = 1,
+               device_type: str | None = None) -> list[fx.Node]:
     """Undo Inductor's ``pad_mm`` where it padded only the rows of a linear (M not a multiple of 8 in 16-bit):
 
         xp = constant_pad_nd(x2, [0, 0, 0, p], 0)              x2 [M, K] -> xp [M + p, K]
@@ -69,14 +70,14 @@ def unpad_rows(graph: fx.Graph, max_rows: int | None = None, min_group: int = 1)
 
     Exact: a GEMM computes each output row from its own input row, and the zero rows are sliced off. pad_mm
     decides by timing the padded GEMM on the GPU at compile time, so without this a fusion that needs the plain
-    linear would fire in one compile and not the next. Only GEMMs with static M <= ``max_rows`` (if given), and
-    only where at least ``min_group`` such linears read the same input (2 for packing: a pad per GEMM hides that
-    they share it). Returns the restored GEMMs.
+    linear would fire in one compile and not the next. Only GEMMs with static M <= ``max_rows`` (if given) on
+    ``device_type`` (if given), and only where at least ``min_group`` such linears read the same input (2 for
+    packing: a pad per GEMM hides that they share it). Returns the restored GEMMs.
     """
     found = collections.defaultdict(list)
     for sl in graph.nodes:
         padded = _row_padded(sl, max_rows)
-        if padded is not None:
+        if padded is not None and device_type in (None, val(sl).device.type):
             found[_flattened_from(padded[1].args[0])].append((sl, *padded))
     restored = []
     for group in found.values():

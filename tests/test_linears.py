@@ -66,3 +66,11 @@ def test_other_paddings_and_slices_are_left_alone(case, kw, run_kw):
     assert restored == [], case
     assert ops["aten.constant_pad_nd"] == 1
     assert err == 0
+
+
+def test_only_the_given_device_is_unpadded():
+    """decode_gemv fires on CUDA only (by default), so only CUDA GEMMs get their rows back there."""
+    restored, ops, _ = run(padded_linear(), device_type="cuda")  # the traced graph is on CPU
+    assert restored == [] and ops["aten.constant_pad_nd"] == 1
+    restored, _, _ = run(padded_linear(), device_type="cpu")
+    assert len(restored) == 1

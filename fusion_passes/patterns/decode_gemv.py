@@ -121,7 +121,8 @@ class _NoMatch(Exception):
 
 def apply(graph: fx.Graph, ctx) -> None:
     """Residual epilogues first (their adds become the ``h`` the next norm reads), then norm prologues."""
-    linears.unpad_rows(graph, max_rows=gemv.MAX_ROWS)
+    if not ctx.grad_enabled:  # (with autograd on nothing here fires: pad_mm's choice stands)
+        linears.unpad_rows(graph, max_rows=gemv.MAX_ROWS, device_type=None if policy() == "always" else "cuda")
     for mm in [n for n in graph.nodes if is_op(n, aten.mm)]:
         if mm.graph is graph:
             _try(ctx, mm, lambda: _fuse_residual(graph, mm, ctx))

@@ -43,7 +43,8 @@ _ALIGN = 16  # bytes: Inductor assumes 16-byte-aligned inputs on GPU, so each ro
 
 
 def apply(graph: fx.Graph, ctx) -> None:
-    linears.unpad_rows(graph, min_group=2)
+    if not ctx.grad_enabled:
+        linears.unpad_rows(graph, min_group=2)
     order = {n: i for i, n in enumerate(graph.nodes)}
     packed_weights: set[fx.Node] = set()
     for mms in linears.gemms_by_input(graph).values():

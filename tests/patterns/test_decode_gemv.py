@@ -112,6 +112,22 @@ def test_gemms_inductor_padded_to_8_rows_are_unpadded_and_fused(always, pad_mm_p
     assert all(m.detail["row_padding_undone"].endswith("by 4 rows") for m in ms)
 
 
+@pytest.mark.parametrize("grad", [False, True])
+def test_inductors_row_padding_stays_where_the_gemv_does_not_fire(pad_mm_pads_rows, grad):
+    """By default the GEMV fires on CUDA only, and never with autograd on: there pad_mm's choice stands."""
+    model, step = zoo_decode(torch.bfloat16, batch=4)
+    if grad:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv(decode_gemv.POLICY_ENV, "always")
+            _, recs = compile_with_records(step(model), patterns=PATTERN, grad=True)
+    else:
+        with torch.no_grad():
+            _, recs = compile_with_records(step(model), patterns=PATTERN)
+    before, after = ops_of(recs, "before"), ops_of(recs, "after")
+    assert before["aten.constant_pad_nd"] > 0 and after["aten.constant_pad_nd"] == before["aten.constant_pad_nd"]
+    assert matches(recs) == []
+
+
 def test_real_transformers_llama_decode(always):
     transformers = pytest.importorskip("transformers")
     cfg = transformers.LlamaConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
