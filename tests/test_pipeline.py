@@ -31,18 +31,17 @@ def test_zoo_model_all_families(name, expect, batch):
     assert not [e for r in recs for e in r.errors]
 
 
-@pytest.mark.parametrize("name,expect", [
-    ("llama", {"attention_sdpa", "qkv_packing", "residual_norm"}),
-    ("bert", {"attention_sdpa", "qkv_packing", "residual_norm"}),
-])
-def test_families_fire_where_inductor_pads_gemm_rows(name, expect, pad_mm_pads_rows):
-    """12 rows of bf16: Inductor's pad_mm pads every GEMM (as it may on a GPU); the same families fire."""
+@pytest.mark.parametrize("name", ["llama", "bert"])
+def test_families_fire_where_inductor_pads_gemm_rows(name, pad_mm_pads_rows):
+    """12 rows of bf16: Inductor's pad_mm pads every GEMM (as it may on a GPU); attention and packing still fire.
+    (A norm whose residual is pad_mm's row slice of an o/dense GEMM is left to Inductor, with a near miss: Inductor
+    reads the slice inside its own norm kernel.)"""
     model, args = zoo.build(name, batch=1, seq=12, dtype=torch.bfloat16)
     with torch.no_grad():
         expected = model(*args)
     out, recs = compile_with_records(model, *args)
     torch.testing.assert_close(out, expected, rtol=3e-2, atol=3e-2)
-    assert expect & ALL <= _fired(recs)
+    assert {"attention_sdpa", "qkv_packing"} & ALL <= _fired(recs)
     packed = [m for r in recs for m in r.matches_for("qkv_packing")]
     assert packed and all("row_padding_undone" in m.detail for m in packed)
     assert not [e for r in recs for e in r.errors]
