@@ -87,10 +87,8 @@ def unpad_rows(graph: fx.Graph, max_rows: int | None = None, min_group: int = 1,
             args = list(mm.args)
             args[0 if mm.target is aten.mm.default else 1] = pad.args[0]
             with graph.inserting_before(sl):
-                gemm = graph.call_function(mm.target, tuple(args), dict(mm.kwargs))
-            gemm.meta.update(mm.meta)
-            gemm.meta["val"] = val(sl)  # [M, N], strides (N, 1): what the unpadded GEMM gives
-            gemm.meta[UNPADDED] = rows
+                gemm = FakeEval(val(pad.args[0])).call(graph, mm.target, *args, **mm.kwargs)
+            gemm.meta.update({k: v for k, v in mm.meta.items() if k not in ("val", "tensor_meta")}, **{UNPADDED: rows})
             sl.replace_all_uses_with(gemm)
             graph_utils.erase_dead(graph, [sl, mm, pad])
             restored.append(gemm)
