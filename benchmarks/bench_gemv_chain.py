@@ -239,8 +239,9 @@ def main(argv=None) -> int:
                 late = {gemv_table.NORM_POLICY_ENV: "late"} if variant == "ours-late" else {}
                 with env_set(late):  # read at every launch: the warm-up and the capture
                     ms, replay = graph_ms(run, args.device)
-                rec = dict(model=model, rows=m, variant=variant, qkv_form=qkv_form if variant.startswith("ours") else "",
-                           ms=round(ms, 4), weight_gb=round(nbytes / 1e9, 3),
+                rec = dict(model=model, rows=m, variant=variant,
+                           qkv_form=qkv_form if variant.startswith("ours") else "", ms=round(ms, 4),
+                           weight_gb=round(nbytes / 1e9, 3),
                            tbps=round(nbytes / (ms * 1e-3) / 1e12, 3))
                 if bw:
                     rec["hbm_frac"] = round(nbytes / (ms * 1e-3) / (bw * 1e9), 3)
@@ -254,7 +255,8 @@ def main(argv=None) -> int:
         del ws
     cols = ["model", "rows", "variant", "qkv_form", "ms", "weight_gb", "tbps", "hbm_frac", "per_linear_us"]
     print(tabulate([[r.get(c, "") for c in cols] for r in records], headers=cols))
-    return write_results(records, "gemv_chain", args.out, key=("model", "rows", "variant", "qkv_form"), device=args.device)
+    return write_results(records, "gemv_chain", args.out, key=("model", "rows", "variant", "qkv_form"),
+                         device=args.device)
 
 
 if __name__ == "__main__":

@@ -59,7 +59,8 @@ def linear_shape(name: str, cfg: dict) -> tuple[str, int, tuple]:
     """(``gemv_table`` form, K, weight widths) of one decoder linear."""
     shapes = {n: (k, widths) for n, k, widths, _ in model_shapes(cfg)}
     k, widths = shapes["qkv" if name == "qkv_kv" else name]
-    return {"qkv": "rope", "qkv_kv": "kv", "o": "res", "gate_up": "silu", "down": "res", "lm_head": "cat"}[name], k, widths
+    forms = {"qkv": "rope", "qkv_kv": "kv", "o": "res", "gate_up": "silu", "down": "res", "lm_head": "cat"}
+    return forms[name], k, widths
 
 
 def table_entry(name: str, cfg: dict) -> list[dict]:

@@ -88,7 +88,8 @@ def unpad_rows(graph: fx.Graph, max_rows: int | None = None, min_group: int = 1,
             args[0 if mm.target is aten.mm.default else 1] = pad.args[0]
             with graph.inserting_before(sl):
                 gemm = FakeEval(val(pad.args[0])).call(graph, mm.target, *args, **mm.kwargs)
-            gemm.meta.update({k: v for k, v in mm.meta.items() if k not in ("val", "tensor_meta")}, **{UNPADDED: rows})
+            gemm.meta.update({k: v for k, v in mm.meta.items() if k not in ("val", "tensor_meta")})
+            gemm.meta[UNPADDED] = rows
             sl.replace_all_uses_with(gemm)
             graph_utils.erase_dead(graph, [sl, mm, pad])
             restored.append(gemm)

@@ -56,8 +56,9 @@ class PassContext:
         replaced = list(replaced)
         detail = dict(detail or {})
         unpadded = [n.meta[linears.UNPADDED] for n in replaced if isinstance(n, fx.Node) and linears.UNPADDED in n.meta]
-        if unpadded:
-            detail["row_padding_undone"] = f"Inductor's pad_mm had padded {len(unpadded)} GEMM(s) by {max(unpadded)} rows"
+        if unpadded:  # linears.unpad_rows restored these GEMMs first: say so where the match is reported
+            detail["row_padding_undone"] = (f"Inductor's pad_mm had padded {len(unpadded)} GEMM(s) by "
+                                            f"{max(unpadded)} rows")
         nodes = [anchor] if anchor is not None else []
         nodes += [n for n in replaced if isinstance(n, fx.Node)]
         m = Match(
