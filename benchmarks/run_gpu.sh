@@ -46,8 +46,8 @@
 #   bash benchmarks/run_gpu.sh validate2  # part 2: the other GPU tests beside HF generate (static-graph fix), then
 #                                           the Qwen2 and Gemma decode steps
 #   bash benchmarks/run_gpu.sh validate3  # session 14's leftovers (one call): Gemma/Qwen2 gate/up and lm_head, ours vs
-#                                           cuBLAS; the 1B/8B chain with the q/k/v GEMV as the step launches it;
-#                                           Gemma's decode step autotuned in place vs the table, side by side
+#                                           cuBLAS; the 1B/8B chain with the q/k/v GEMV as the step launches it; the
+#                                           L2-prefetch probe; Gemma's decode step autotuned in place vs the table
 # On a machine with two GPUs, two parts can run at once: CUDA_VISIBLE_DEVICES=1 bash benchmarks/run_gpu.sh ...
 # Results land in $OUT (the device tool brings them back) and are then copied to benchmarks/results/.
 set -uo pipefail
@@ -224,12 +224,13 @@ case "${1:-}" in
     SKIP_INSTALL=1 timeout 140 bash "$0" qwen2
     SKIP_INSTALL=1 timeout 130 bash "$0" arch gemma-2b ;;
   validate3)
-    timeout 150 python3 benchmarks/bench_gemv.py --models gemma-2b qwen2-1.5b --rows 1 --variants cublas ours \
+    timeout 120 python3 benchmarks/bench_gemv.py --models gemma-2b qwen2-1.5b --rows 1 --variants cublas ours \
       --out "$OUT/gemv_gemma_qwen2.json" 2>&1 | grep "^\[gemv\]"
-    timeout 150 python3 benchmarks/bench_gemv_chain.py --models llama-1b llama-8b --variants ours read \
+    timeout 120 python3 benchmarks/bench_gemv_chain.py --models llama-1b llama-8b --variants ours read \
       --out "$OUT/gemv_chain_kvform.json" 2>&1 | grep -v Warn | tail -6
-    timeout 240 python3 benchmarks/bench_e2e.py --model gemma-2b --attn eager --workloads decode-1024 \
-      --variants stock+cudagraphs fusion_passes+notable+graphstep fusion_passes+graphstep --budget-s 220 \
+    timeout 90 python3 benchmarks/probe_l2_prefetch.py --out "$OUT/l2_prefetch.json" 2>&1 | grep -v Warn | tail -9
+    timeout 220 python3 benchmarks/bench_e2e.py --model gemma-2b --attn eager --workloads decode-1024 \
+      --variants stock+cudagraphs fusion_passes+notable+graphstep fusion_passes+graphstep --budget-s 200 \
       --out "$OUT/e2e_decode_table_gemma-2b_eager.json" 2>&1 | grep -v Warning | tail -5 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;

@@ -318,3 +318,30 @@ def test_generate_bench_tiny_cpu(tmp_path):
     # how our graphs ran: on CPU static graphs cannot be used, and the record says why
     assert recs[0]["cudagraphs"] is None
     assert recs[1]["cudagraphs"] and all("not on one CUDA device" in c for c in recs[1]["cudagraphs"]), recs[1]
+
+
+def test_l2_prefetch_probe_tiny_cpu(tmp_path):
+    """The probe's chain gives the same result with and without the prefetching stand-in (it only reads)."""
+    import probe_l2_prefetch
+
+    out = tmp_path / "l2.json"
+    assert probe_l2_prefetch.main(["--tiny", "--out", str(out)]) == 0
+    recs = json.loads(out.read_text())["records"]
+    assert [r["variant"] for r in recs] == ["plain", "load"]  # ptx: GPU only
+    assert all(r["same_result"] and r["ms"] > 0 and r["context"] == 16 for r in recs)
+
+
+def test_l2_prefetch_stand_in_compiles_for_hopper_with_ptx_prefetches():
+    triton = pytest.importorskip("triton")
+    hopper = pytest.importorskip("tests.kernels.test_compile_for_hopper")
+    import probe_l2_prefetch
+
+    if hopper.GPUTarget is None or probe_l2_prefetch.triton is None or os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("needs triton's compiler")
+    types = {"K": "*bf16", "V": "*bf16", "W": "*bf16", "OUT": "*fp32", "n_kv": "i64", "n_w": "i64"}
+    counts = []
+    for mode in (0, 1, 2):
+        asm = hopper.compile_for_hopper(probe_l2_prefetch._stand_in_kernel, types, dict(
+            PER_KV=8192, PER_W=65536, BLOCK=1024, MODE=mode, LINE_ELEMS=64), num_warps=4)
+        counts.append(asm["ptx"].count("prefetch.global.L2::evict_last"))
+    assert counts[:2] == [0, 0] and counts[2] >= 1 and triton is not None
