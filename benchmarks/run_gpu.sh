@@ -45,6 +45,8 @@
 #                                           + decode GEMV GPU tests side by side, then the 1B late-norm comparison
 #   bash benchmarks/run_gpu.sh validate2  # part 2: the other GPU tests beside HF generate (static-graph fix), then
 #                                           the Qwen2 and Gemma decode steps
+#   bash benchmarks/run_gpu.sh l2pf [model]  # decode with the attention kernel requesting the o-proj weight into L2
+#                                            (FUSION_PASSES_DECODE_ATTENTION_PREFETCH=on) vs without, side by side
 #   bash benchmarks/run_gpu.sh validate3  # session 14's leftovers (one call): Gemma/Qwen2 gate/up and lm_head, ours vs
 #                                           cuBLAS; the 1B/8B chain with the q/k/v GEMV as the step launches it; the
 #                                           L2-prefetch probe; Gemma's decode step autotuned in place vs the table
@@ -232,8 +234,14 @@ case "${1:-}" in
     timeout 220 python3 benchmarks/bench_e2e.py --model gemma-2b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+notable+graphstep fusion_passes+graphstep --budget-s 200 \
       --out "$OUT/e2e_decode_table_gemma-2b_eager.json" 2>&1 | grep -v Warning | tail -5 ;;
+  l2pf)  # the o-proj weight requested into L2 by the decode attention kernel: its GPU tests, then the decode step
+    timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_decode_attention_kernel.py 2>&1 | tail -2
+    timeout 380 python3 benchmarks/bench_e2e.py --model "${2:-llama-1b}" --attn eager --workloads decode-1024 \
+      --variants fusion_passes+graphstep fusion_passes+l2pf+graphstep fusion_passes+cudagraphs \
+      fusion_passes+l2pf+cudagraphs --budget-s 360 --out "$OUT/e2e_decode_l2pf_${2:-llama-1b}.json" 2>&1 \
+      | grep -v Warning | tail -6 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|qwen2|arch|validate1|validate2|validate3" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|qwen2|arch|validate1|validate2|validate3|l2pf" >&2
      exit 2 ;;
 esac

@@ -10,6 +10,11 @@
     # softcap > 0 (Gemma2's logit softcapping): scores = softcap * tanh(q @ k.T * scale), then the mask
     out = torch.ops.fusion_passes.decode_attention(q, k, v, mask, scale, is_causal, softcap)
 
+``prefetch`` (optional, CUDA only, off by default in the pass: ``FUSION_PASSES_DECODE_ATTENTION_PREFETCH``): a
+tensor the next kernel will read, the o-proj weight; the attention kernel's programs request its bytes into L2
+(PTX ``prefetch.global.L2::evict_last``, one request per 128-byte line, nothing waits for them) while the
+attention itself, latency-bound at decode, leaves HBM bandwidth unused. It changes no result.
+
 ``mask`` is additive, broadcastable to [B, H, Sq, Sk] (None for none); ``is_causal`` masks key j > query i
 (SDPA's top-left alignment). The softmax runs in fp32 with an online (running max) formulation, as SDPA's
 kernels do; a row whose every key is masked with -inf gives NaN, as eager does.
@@ -53,7 +58,8 @@ WRITTEN = ("M_PART", "L_PART", "ACC_PART", "OUT")  # the kernels' arguments they
 
 _lib = torch.library.Library("fusion_passes", "FRAGMENT")
 _lib.define("decode_attention(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale, bool is_causal, "
-            "float softcap=0.0) -> Tensor")
+            "float softcap=0.0, Tensor? prefetch=None) -> Tensor")
+_LINE_BYTES = 128  # one L2 line: one prefetch request
 
 
 if triton is not None:
@@ -68,6 +74,7 @@ if triton is not None:
         H_KV, SQ, SK, D, DV, scale, softcap,
         M_PART, L_PART, ACC_PART,  # per-split partial max / sum / output (fp32), combined by _combine_kernel
         CHUNK,  # keys per split (a multiple of BLOCK_N)
+        PF, PF_N,  # the tensor whose lines to request into L2 (PREFETCH), its element count
         GROUP: tl.constexpr,  # H // Hkv query heads per KV head
         HAS_MASK: tl.constexpr,
         IS_CAUSAL: tl.constexpr,
@@ -77,8 +84,17 @@ if triton is not None:
         BLOCK_D: tl.constexpr,
         BLOCK_DV: tl.constexpr,
         IEEE_F32: tl.constexpr,  # fp32 q/k/v: full-precision dots, not Triton's TF32 default (kernels.ieee_fp32_dot)
+        PREFETCH: tl.constexpr = False,  # request PF's lines into L2 first (CUDA only: PTX)
+        PF_PER: tl.constexpr = 0,  # PF elements per program, a multiple of 128 lines
+        PF_LINE: tl.constexpr = 64,  # PF elements per 128-byte line
     ):  # fmt: skip
         PRECISION: tl.constexpr = "ieee" if IEEE_F32 else None  # None: Triton's default
+        if PREFETCH:  # before anything else, so the lines arrive while this program computes
+            first = (tl.program_id(0) * tl.num_programs(1) + tl.program_id(1)).to(tl.int64) * PF_PER
+            for i in range(0, PF_PER, 128 * PF_LINE):
+                offs = tl.minimum(first + i + tl.arange(0, 128) * PF_LINE, PF_N - 1)
+                tl.inline_asm_elementwise("prefetch.global.L2::evict_last [$1]; mov.u32 $0, 0;", "=r,l", [PF + offs],
+                                          dtype=tl.int32, is_pure=False, pack=1)
         scale = tl.full([], scale, tl.float32)  # Inductor passes a Python float as fp64: keep the softmax in fp32
         softcap = tl.full([], softcap, tl.float32)
         pid = tl.program_id(0)
@@ -180,9 +196,11 @@ def _use_triton(q: torch.Tensor) -> bool:
     return HAS_TRITON and (q.is_cuda or (INTERPRETED and type(q) is torch.Tensor))
 
 
-def _launch(q, k, v, mask, scale, is_causal, out, traced: bool, softcap: float = 0.0) -> None:
+def _launch(q, k, v, mask, scale, is_causal, out, traced: bool, softcap: float = 0.0,
+            prefetch: Optional[torch.Tensor] = None) -> None:
     """The two kernels over q [B, H, Sq, D], k/v [B, Hkv, Sk, D|Dv] (last dims contiguous) into ``out``;
-    ``traced``: through ``wrap_triton``, so that tracing puts the kernels themselves into the graph."""
+    ``traced``: through ``wrap_triton``, so that tracing puts the kernels themselves into the graph;
+    ``prefetch``: a tensor whose lines to request into L2 (on CUDA; the interpreter has no PTX)."""
     b, h, sq, dim = q.shape
     h_kv, sk, dv = k.shape[1], k.shape[2], v.shape[3]
     if mask is not None:
@@ -204,6 +222,13 @@ def _launch(q, k, v, mask, scale, is_causal, out, traced: bool, softcap: float =
     l_part = torch.empty(parts, dtype=torch.float32, device=q.device)
     acc_part = torch.empty((parts, block_dv), dtype=torch.float32, device=q.device)
     launch = wrap_triton if traced and q.device.type == "cuda" else (lambda kernel: kernel)
+    pf = dict(PREFETCH=False)
+    if prefetch is not None and prefetch.is_cuda and not INTERPRETED:
+        line = _LINE_BYTES // prefetch.element_size()
+        pf = dict(PREFETCH=True, PF_LINE=line,
+                  PF_PER=triton.cdiv(triton.cdiv(prefetch.numel(), b * h_kv * splits), 128 * line) * 128 * line)
+    else:
+        prefetch = q  # never read (PREFETCH off): any tensor the kernels do not write
     launch(_decode_attention_kernel)[(b * h_kv, splits)](
         q, k, v, mask,
         q.stride(0), q.stride(1), q.stride(2),
@@ -211,10 +236,10 @@ def _launch(q, k, v, mask, scale, is_causal, out, traced: bool, softcap: float =
         v.stride(0), v.stride(1), v.stride(2),
         *ms,
         h_kv, sq, sk, dim, dv, scale, softcap,
-        m_part, l_part, acc_part, chunk,
+        m_part, l_part, acc_part, chunk, prefetch, prefetch.numel(),
         GROUP=group, HAS_MASK=mask is not None, IS_CAUSAL=is_causal, SOFTCAP=softcap != 0.0, BLOCK_M=block_m,
         BLOCK_N=block_n,
-        BLOCK_D=max(16, triton.next_power_of_2(dim)), BLOCK_DV=block_dv, IEEE_F32=ieee_fp32_dot(q.dtype),
+        BLOCK_D=max(16, triton.next_power_of_2(dim)), BLOCK_DV=block_dv, IEEE_F32=ieee_fp32_dot(q.dtype), **pf,
         num_warps=4, num_stages=2,
     )  # fmt: skip
     launch(_combine_kernel)[(b * h_kv, group * sq)](
@@ -224,22 +249,23 @@ def _launch(q, k, v, mask, scale, is_causal, out, traced: bool, softcap: float =
     )  # fmt: skip
 
 
-def _attention(q, k, v, mask, scale, is_causal, traced: bool, softcap: float = 0.0) -> torch.Tensor:
+def _attention(q, k, v, mask, scale, is_causal, traced: bool, softcap: float = 0.0,
+               prefetch: Optional[torch.Tensor] = None) -> torch.Tensor:
     b, h, sq, dim = q.shape
     h_kv, dv = k.shape[1], v.shape[3]
     if not _use_triton(q) or h % h_kv or sq * (h // h_kv) > MAX_ROWS or max(dim, dv) > MAX_HEAD_DIM:
         return reference(q, k, v, mask, scale, is_causal, softcap)
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
     out = torch.empty((b, h, sq, dv), dtype=q.dtype, device=q.device)
-    _launch(q, k, v, mask, scale, is_causal, out, traced, softcap)
+    _launch(q, k, v, mask, scale, is_causal, out, traced, softcap, prefetch)
     return out
 
 
-def _impl(q, k, v, mask, scale, is_causal, softcap=0.0):
-    return _attention(q, k, v, mask, scale, is_causal, traced=False, softcap=softcap)
+def _impl(q, k, v, mask, scale, is_causal, softcap=0.0, prefetch=None):
+    return _attention(q, k, v, mask, scale, is_causal, traced=False, softcap=softcap, prefetch=prefetch)
 
 
-def _fake(q, k, v, mask, scale, is_causal, softcap=0.0):
+def _fake(q, k, v, mask, scale, is_causal, softcap=0.0, prefetch=None):
     return q.new_empty((*q.shape[:3], v.shape[-1]))
 
 
@@ -254,11 +280,11 @@ if HAS_TRITON:
     @triton_op("fusion_passes::decode_attention_inline", mutates_args=())
     def decode_attention_inline(
         q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], scale: float,
-        is_causal: bool, softcap: float = 0.0,
+        is_causal: bool, softcap: float = 0.0, prefetch: Optional[torch.Tensor] = None,
     ) -> torch.Tensor:
         """``decode_attention`` traceable into Inductor's graph: q [B, H, Sq, D], k [B, Hkv, Sk, D],
         v [B, Hkv, Sk, Dv], mask additive, broadcastable to [B, H, Sq, Sk] (or None) -> [B, H, Sq, Dv];
-        softcap > 0: scores = softcap * tanh(scores) before the mask."""
-        return _attention(q, k, v, mask, scale, is_causal, traced=True, softcap=softcap)
+        softcap > 0: scores = softcap * tanh(scores) before the mask; prefetch: requested into L2, not read."""
+        return _attention(q, k, v, mask, scale, is_causal, traced=True, softcap=softcap, prefetch=prefetch)
 
     decode_attention_inline.register_fake(_fake)

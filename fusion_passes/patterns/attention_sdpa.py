@@ -26,6 +26,9 @@ already in the graph (HF's default ``sdpa`` attention), whose K/V are then taken
     # without CUDA graphs); FUSION_PASSES_DECODE_ATTENTION_INLINE=off keeps it an extern op
     # Gemma2's logit softcapping, scores = cap * tanh(scores * s / cap) before the mask, only at decode size:
     out  = fusion_passes.decode_attention(q, k_cache, v_cache, mask, s / cap, c, cap)
+    # FUSION_PASSES_DECODE_ATTENTION_PREFETCH=on (off by default, not yet measured): where the output reaches a
+    # linear through views only (HF's o_proj), the kernel also requests that weight into L2
+    out  = fusion_passes.decode_attention(q, k_cache, v_cache, mask, s, c, 0.0, W_o)
 
 How it matches: from every ``bmm`` it walks forward along the single-user chain (scores -> scale -> mask ->
 softmax -> casts -> bmm with V) and backward from the two bmm operands through the views matmul adds, so
@@ -58,7 +61,7 @@ import torch.fx as fx
 import torch.nn.functional as F
 
 from . import env_policy
-from .. import graph_utils
+from .. import graph_utils, linears
 from ..graph_utils import (
     copy_stack_trace, dtype_of, erase_dead, is_op, known_equal, op_name, same_shape, shape_of, sole_user, tensor_bytes,
     val,
@@ -69,12 +72,14 @@ NAME = "attention_sdpa"
 HOOK = "joint"
 DESCRIPTION = ("eager attention (bmm -> scale -> mask -> softmax -> bmm, incl. repeat_kv GQA) -> one SDPA call; "
                "at q_len <= 16 on CUDA that and SDPA over repeat_kv -> a GQA decode kernel")
-DEPENDS = (decode_kernel,)
+DEPENDS = (decode_kernel, linears)
 
 DECODE_POLICY_ENV = "FUSION_PASSES_DECODE_ATTENTION"
 DECODE_POLICIES = ("auto", "always")
 INLINE_POLICY_ENV = "FUSION_PASSES_DECODE_ATTENTION_INLINE"
 INLINE_POLICIES = ("on", "off")  # "on" since the H200 measured it (logs/s8_inline: no-graph 1B decode 8.7 -> 3.5 ms)
+PREFETCH_POLICY_ENV = "FUSION_PASSES_DECODE_ATTENTION_PREFETCH"
+PREFETCH_POLICIES = ("off", "on")  # off until measured (benchmarks/probe_l2_prefetch.py, then the decode step)
 
 
 def decode_policy() -> str:
@@ -89,8 +94,14 @@ def inline_policy() -> str:
     return env_policy(INLINE_POLICY_ENV, INLINE_POLICIES)
 
 
+def prefetch_policy() -> str:
+    """"on": on CUDA the decode kernel also requests the o-proj weight that reads its output into L2 (see
+    ``kernels.decode_attention``); "off" (default): not, until the H200 has measured it."""
+    return env_policy(PREFETCH_POLICY_ENV, PREFETCH_POLICIES)
+
+
 def cache_key() -> str:
-    return f"{decode_policy()},{inline_policy()}"
+    return f"{decode_policy()},{inline_policy()},{prefetch_policy()}"
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -143,6 +154,7 @@ class _Attention:
     softmax: fx.Node | None = None  # the softmax output: its source line is the one the report shows
     tanh: fx.Node | None = None  # Gemma2's logit softcapping: scores = softcap * tanh(scores * scale) (decode only)
     softcap: float = 0.0  # the constant scaling after the tanh
+    prefetch: str = ""  # the weight the decode kernel requests into L2 (the o-proj's), if any
 
 
 # --------------------------------------------------------------------------------------------- small helpers
@@ -697,6 +709,8 @@ def _insert_sdpa(graph: fx.Graph, attn: _Attention, masks: dict) -> list[fx.Node
     inserted = [env[n] for n in traced.graph.nodes if n.op == "call_function"]
     for node in [n for n in inserted if n.target is decode_kernel.decode_attention]:
         inserted = _share_decode_mask(graph, node, inserted, masks)
+        if prefetch_policy() == "on":  # (off CUDA the op ignores it: the decode policy "always", for tests)
+            _prefetch_next_weight(node, attn)
     if val(attn.q).device.type == "cuda" and inline_policy() == "on":
         inserted = [m for n in inserted for m in _inline_decode_kernel(graph, n)]
     copy_stack_trace([attn.output, attn.chain[0]], inserted)
@@ -717,6 +731,32 @@ def _share_decode_mask(graph: fx.Graph, node: fx.Node, inserted: list[fx.Node], 
     node.update_arg(3, shared)
     gone = set(erase_dead(graph, [mask]))
     return [n for n in [*inserted, *new] if n not in gone]
+
+
+_VIEWS = (aten.transpose, aten.permute, aten.clone, aten.view, aten._unsafe_view, aten.reshape, aten.squeeze)
+
+
+def _prefetch_next_weight(node: fx.Node, attn: _Attention) -> None:
+    """Give ``node`` (a decode_attention) the weight W of the linear its output feeds through views only
+    (HF: ``out.transpose(1, 2).contiguous().reshape(B, S, H * D)`` -> ``o_proj``), to request into L2."""
+    cur = node
+    for _ in range(8):
+        user = sole_user(cur)
+        if user is None:
+            return
+        if is_op(user, aten.mm, aten.addmm):
+            lin = linears.as_linear(user)
+            if not isinstance(lin, str) and lin.x2 is cur and lin.constant is None:
+                args = list(node.args) + [0.0] * (7 - len(node.args))  # softcap, if the node has none
+                node.args = (*args[:7], lin.weight)
+                if "eager_input_vals" in node.meta:  # Inductor lays the op's inputs out as these: keep them in step
+                    node.meta["eager_input_vals"] = (tuple(val(a) if isinstance(a, fx.Node) else a
+                                                           for a in node.args), {})
+                attn.prefetch = lin.weight.name
+            return
+        if not is_op(user, *_VIEWS):
+            return
+        cur = user
 
 
 def _inline_decode_kernel(graph: fx.Graph, node: fx.Node) -> list[fx.Node]:
@@ -747,6 +787,7 @@ def _detail(attn: _Attention) -> dict:
         "gqa": f"enable_gqa (x{attn.repeat})" if attn.enable_gqa else ("repeated K/V" if attn.repeat > 1 else "no"),
         "kernel": "fusion_passes.decode_attention (q_len <= 16)" if attn.decode else "sdpa",
         **({"softcap": attn.softcap} if attn.tanh is not None else {}),
+        **({"l2_prefetch": attn.prefetch} if attn.prefetch else {}),
     }
 
 

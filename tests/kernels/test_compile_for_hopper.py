@@ -115,7 +115,7 @@ def attention_types(dtype: str, scale: str = "fp32") -> dict:
     ints = ["sq_b", "sq_h", "sq_s", "sk_b", "sk_h", "sk_s", "sv_b", "sv_h", "sv_s", "sm_b", "sm_h", "sm_q", "sm_k",
             "H_KV", "SQ", "SK", "D", "DV", "CHUNK"]
     return {"Q": f"*{dtype}", "K": f"*{dtype}", "V": f"*{dtype}", "scale": scale, "softcap": scale, "M_PART": "*fp32",
-            "L_PART": "*fp32", "ACC_PART": "*fp32", **{n: "i32" for n in ints}}
+            "L_PART": "*fp32", "ACC_PART": "*fp32", "PF": "*bf16", **{n: "i32" for n in [*ints, "PF_N"]}}
 
 
 @pytest.mark.parametrize("mask, causal, scale, softcap", [(True, False, "fp32", False), (False, True, "fp32", False),
@@ -133,6 +133,15 @@ def test_decode_attention_compiles(mask, causal, scale, softcap):
     asm = compile_for_hopper(decode_attention._combine_kernel, combine, dict(GROUP=4, BLOCK_M=16, BLOCK_S=32,
                                                                              BLOCK_DV=64), num_warps=4)
     assert "cubin" in asm
+
+
+@pytest.mark.parametrize("prefetch", [False, True])
+def test_decode_attention_requests_the_prefetch_tensors_lines_only_when_asked(prefetch):
+    """PREFETCH: one PTX L2 prefetch per 128-byte line of the program's share (here 128 lines per loop trip)."""
+    ptx = compile_for_hopper(decode_attention._decode_attention_kernel, attention_types("bf16"), dict(
+        GROUP=4, HAS_MASK=False, IS_CAUSAL=False, SOFTCAP=False, BLOCK_M=16, BLOCK_N=64, BLOCK_D=64, BLOCK_DV=64,
+        PREFETCH=prefetch, PF_PER=2 * 128 * 64, PF_LINE=64), num_warps=4)["ptx"]
+    assert ("prefetch.global.L2::evict_last" in ptx) == prefetch
 
 
 @pytest.mark.parametrize("ieee", [False, True])

@@ -49,6 +49,21 @@ def test_kernel_matches_reference(shape, dtype, mask, causal):
 
 
 @kernel_test
+@pytest.mark.parametrize("inline", [False, True])
+def test_prefetching_another_tensor_changes_no_result(inline):
+    """``prefetch`` (the o-proj weight, in the pass) is only requested into L2 (on CUDA): bit-equal output, and a
+    tensor whose size is no multiple of the programs' shares is fine."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 8, 1, 64, device=DEVICE), torch.randn(1, 2, 100, 64, device=DEVICE), torch.randn(
+        1, 2, 100, 64, device=DEVICE)
+    w = torch.randn(1000, 37, device=DEVICE)
+    op = kernel.decode_attention_inline if inline else torch.ops.fusion_passes.decode_attention
+    if op is None:
+        pytest.skip("no triton")
+    assert torch.equal(op(q, k, v, None, 0.125, False, 0.0, w), op(q, k, v, None, 0.125, False))
+
+
+@kernel_test
 def test_mask_as_a_strided_slice_of_a_longer_mask():
     """HF slices the mask to the key length: a non-contiguous view must be read through its strides."""
     q, k, v = torch.randn(1, 4, 1, 16, device=DEVICE), torch.randn(1, 2, 24, 16, device=DEVICE), torch.randn(

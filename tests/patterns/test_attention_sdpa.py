@@ -543,6 +543,24 @@ def test_decode_kernel_zoo_llama_static_cache(decode_everywhere, dtype):
     torch.testing.assert_close(out, ref, atol=tol, rtol=tol)
 
 
+def test_decode_kernel_zoo_llama_finds_the_o_proj_weight_to_prefetch(decode_everywhere, monkeypatch):
+    """In Inductor's own graph of a zoo Llama decode step the o_proj weight is found through HF's views."""
+    monkeypatch.setenv(attention_sdpa.PREFETCH_POLICY_ENV, "on")
+    model, caches, ids, pos = static_cache_decode(torch.float32)
+    with torch.no_grad():
+        ref = model(ids, cache=caches[0], cache_position=pos)
+        out, recs = compile_with_records(lambda i: model(i, cache=caches[1], cache_position=pos), ids,
+                                         patterns=PATTERN)
+    (m,) = matches(recs)
+    weight = m.detail["l2_prefetch"]
+    [joint] = [s for r in recs for s in r.stages if s.hook == "joint"]
+    uses = [line.split("=")[1].strip() for line in joint.code_after.splitlines() if f"{weight}" in line and "=" in line]
+    # the decode kernel gets the weight as its last argument; the o_proj GEMM reads it, transposed
+    assert any(u.startswith("torch.ops.fusion_passes.decode_attention") and f"0.0, {weight})" in u for u in uses)
+    assert any(u.startswith(f"torch.ops.aten.permute.default({weight}, [1, 0])") for u in uses)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("q_len, kernel", [(1, "fusion_passes.decode_attention"), (16, "sdpa")])
 def test_decode_kernel_only_where_its_tile_fits(decode_everywhere, q_len, kernel):
     """One KV head's query rows (q_len x heads per KV head) must fit the kernel's 64-row tile; else SDPA."""
@@ -686,6 +704,49 @@ def _fake_cuda_decode_attention(kind):
 
 
 DECODE_SHAPES = ((2, H, 1, D), (2, HKV, 24, D), (2, HKV, 24, D), (2, 1, 1, 32))  # q, k cache, v cache, mask
+
+
+def _with_o_proj(kind, other_user=False):
+    """The decode attention, then HF's reshape and o_proj (``w_o`` [hidden, H * D]); ``other_user``: the
+    attention output is also returned."""
+    attention = _fake_cuda_decode_attention(kind)
+
+    def fn(q, k, v, mask, w_o):
+        flat = attention(q, k, v, mask).reshape(q.shape[0], -1)  # [B * 1, H * D], as Inductor's graphs have it
+        y = F.linear(flat, w_o)
+        return (y, flat) if other_user else y
+
+    return fn
+
+
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+@pytest.mark.parametrize("inline", ["on", "off"])
+def test_cuda_decode_kernel_prefetches_the_o_proj_weight_on_request(attention, inline, monkeypatch):
+    """FUSION_PASSES_DECODE_ATTENTION_PREFETCH=on: the kernel gets the o-proj weight to request into L2."""
+    monkeypatch.setenv(attention_sdpa.PREFETCH_POLICY_ENV, "on")
+    monkeypatch.setenv(attention_sdpa.INLINE_POLICY_ENV, inline)
+    gm, rec = apply_on_fake_cuda(attention_sdpa, _with_o_proj(attention), *DECODE_SHAPES, (64, H * D))
+    [m] = rec.matches
+    w_o = [n for n in gm.graph.nodes if n.op == "placeholder"][-1]
+    assert m.detail["l2_prefetch"] == w_o.name
+    if inline == "off":
+        [node] = [n for n in gm.graph.nodes if n.target is torch.ops.fusion_passes.decode_attention.default]
+        assert node.args[-1] is w_o
+    else:
+        attn, _ = [n for n in gm.graph.nodes if n.target is torch.ops.higher_order.triton_kernel_wrapper_functional]
+        assert attn.kwargs["kwargs"]["PF"] is w_o and "PF" not in attn.kwargs["tensors_to_clone"]
+
+
+@pytest.mark.parametrize("setting, other_user", [(None, False), ("on", True)])
+def test_cuda_decode_kernel_prefetches_nothing(setting, other_user, monkeypatch):
+    """Off by default; and with it on, not where the attention output is read by more than the next linear."""
+    if setting:
+        monkeypatch.setenv(attention_sdpa.PREFETCH_POLICY_ENV, setting)
+    monkeypatch.setenv(attention_sdpa.INLINE_POLICY_ENV, "off")
+    gm, rec = apply_on_fake_cuda(attention_sdpa, _with_o_proj("eager", other_user), *DECODE_SHAPES, (64, H * D))
+    [m] = rec.matches
+    [node] = [n for n in gm.graph.nodes if n.target is torch.ops.fusion_passes.decode_attention.default]
+    assert "l2_prefetch" not in m.detail and len(node.args) <= 7
 
 
 def test_cuda_decode_kernel_is_an_extern_op_on_request(monkeypatch):
