@@ -187,8 +187,8 @@ def graph_ms(run, device: str) -> tuple[float, object]:
     return median_ms(g.replay, device, iters=20), g.replay
 
 
-def per_linear_us(replay, n_layers: int) -> dict:
-    """Kernel times of one replay, in launch order, folded onto (qkv, o, gate_up, down) x layers + lm_head."""
+def kernel_us(replay) -> list[float]:
+    """The time of every kernel of one ``replay()``, in launch order (profiler)."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -196,11 +196,16 @@ def per_linear_us(replay, n_layers: int) -> dict:
         torch.cuda.synchronize()
     evs = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
                  key=lambda e: e.time_range.start)
-    if len(evs) != 4 * n_layers + 1:
+    return [e.time_range.elapsed_us() for e in evs]
+
+
+def per_linear_us(replay, n_layers: int) -> dict:
+    """Kernel times of one replay, in launch order, folded onto (qkv, o, gate_up, down) x layers + lm_head."""
+    us = kernel_us(replay)
+    if len(us) != 4 * n_layers + 1:
         return {}
-    out = {name: round(sum(evs[i].time_range.elapsed_us() for i in range(j, 4 * n_layers, 4)) / n_layers, 2)
-           for j, name in enumerate(LINEARS)}
-    out["lm_head"] = round(evs[-1].time_range.elapsed_us(), 2)
+    out = {name: round(sum(us[j:4 * n_layers:4]) / n_layers, 2) for j, name in enumerate(LINEARS)}
+    out["lm_head"] = round(us[-1], 2)
     return out
 
 

@@ -26,7 +26,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_e2e import CONFIGS  # noqa: E402
-from bench_gemv_chain import graph_ms  # noqa: E402
+from bench_gemv_chain import graph_ms, kernel_us  # noqa: E402
 from common import add_run_args, run_dtype, write_results  # noqa: E402
 
 from fusion_passes.kernels import gemv  # noqa: E402
@@ -108,17 +108,10 @@ def chain(layers: list[dict], x: torch.Tensor, h0: torch.Tensor, variant: str):
 
 def per_kernel_us(replay, n_layers: int) -> dict:
     """Per layer: the stand-in's and the GEMV's kernel time (us), from one profiled replay."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        replay()
-        torch.cuda.synchronize()
-    evs = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
-                 key=lambda e: e.time_range.start)
-    if len(evs) != 2 * n_layers:
+    us = kernel_us(replay)
+    if len(us) != 2 * n_layers:
         return {}
-    return {name: round(sum(e.time_range.elapsed_us() for e in evs[j::2]) / n_layers, 2)
-            for j, name in enumerate(("stand_in", "o_gemv"))}
+    return {name: round(sum(us[j::2]) / n_layers, 2) for j, name in enumerate(("stand_in", "o_gemv"))}
 
 
 def main(argv=None) -> int:
