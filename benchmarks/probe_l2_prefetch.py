@@ -7,7 +7,9 @@
         a = stand_in(k_cache, v_cache)          reads the layer's K/V cache bytes, as decode attention does
         h = decode_gemv(a, Wo, residual=h)      the o-proj GEMV as shipped
     variants: "plain"; "load": the stand-in also loads the layer's Wo, a share per program, evict_last;
-              "ptx": the same lines requested with PTX ``prefetch.global.L2::evict_last`` (no registers held)
+              "ptx": the same lines requested with PTX ``prefetch.global.L2::evict_last`` (no registers held);
+              "attn": the real decode attention kernel (two kernels: splits, combine) in place of the stand-in;
+              "attn_pf": the same, requesting Wo as ``FUSION_PASSES_DECODE_ATTENTION_PREFETCH=on`` does
 
 Decode attention reads a few MB (1B: 2 MB per layer at 1024 context) and is latency-bound, so HBM has bandwidth to
 spare while it runs; the o GEMV that follows (1B: 8 MB in 3.9 us, about 52 % of the copy bandwidth) could read
@@ -29,9 +31,10 @@ from bench_e2e import CONFIGS  # noqa: E402
 from bench_gemv_chain import graph_ms, kernel_us  # noqa: E402
 from common import add_run_args, run_dtype, write_results  # noqa: E402
 
-from fusion_passes.kernels import gemv  # noqa: E402
+from fusion_passes.kernels import decode_attention, gemv  # noqa: E402,F401 - registers the ops
 
-VARIANTS = ("plain", "load", "ptx")
+VARIANTS = ("plain", "load", "ptx", "attn", "attn_pf")
+STAND_IN = VARIANTS[:3]
 PROGRAMS = 256  # about what decode attention launches on the H200 (kernels.decode_attention._TARGET_PROGRAMS)
 LINE = 128  # bytes per L2 line: one PTX prefetch each
 
@@ -91,27 +94,34 @@ def make_layers(cfg: dict, context: int, device, dtype) -> list[dict]:
             for _ in range(cfg["num_hidden_layers"])]
 
 
-def chain(layers: list[dict], x: torch.Tensor, h0: torch.Tensor, variant: str):
-    """The layers' (stand-in, o GEMV) pairs back to back; the GEMV's input is ``x`` (attention's output)."""
-    out = torch.empty(PROGRAMS, dtype=torch.float32, device=x.device)
-    op = torch.ops.fusion_passes.decode_gemv
+def chain(layers: list[dict], q: torch.Tensor, h0: torch.Tensor, variant: str):
+    """Per layer the stand-in or the decode attention of ``q`` [1, H, 1, D] over the layer's cache, then the o GEMV
+    on [1, H * D]: the attention's output, or for the stand-in ``q`` itself."""
+    out = torch.empty(PROGRAMS, dtype=torch.float32, device=q.device)
+    gemv_op, attention = torch.ops.fusion_passes.decode_gemv, torch.ops.fusion_passes.decode_attention
+    scale = q.shape[-1] ** -0.5
 
     def run():
         h = h0
         for L in layers:
-            stand_in(L["k"], L["v"], L["o"], out, variant)
-            h = op(x, L["o"], None, None, None, 1e-5, 0.0, True, h, False)
+            if variant in STAND_IN:
+                stand_in(L["k"], L["v"], L["o"], out, variant)
+                a = q
+            else:
+                a = attention(q, L["k"], L["v"], None, scale, False, 0.0, L["o"] if variant == "attn_pf" else None)
+            h = gemv_op(a.reshape(1, -1), L["o"], None, None, None, 1e-5, 0.0, True, h, False)
         return h
 
     return run
 
 
-def per_kernel_us(replay, n_layers: int) -> dict:
-    """Per layer: the stand-in's and the GEMV's kernel time (us), from one profiled replay."""
+def per_kernel_us(replay, n_layers: int, variant: str) -> dict:
+    """Per layer: each kernel's time (us), from one profiled replay."""
+    names = ("stand_in", "o_gemv") if variant in STAND_IN else ("attention", "combine", "o_gemv")
     us = kernel_us(replay)
-    if len(us) != 2 * n_layers:
+    if len(us) != len(names) * n_layers:
         return {}
-    return {name: round(sum(us[j::2]) / n_layers, 2) for j, name in enumerate(("stand_in", "o_gemv"))}
+    return {name: round(sum(us[j::len(names)]) / n_layers, 2) for j, name in enumerate(names)}
 
 
 def main(argv=None) -> int:
@@ -132,21 +142,22 @@ def main(argv=None) -> int:
         torch.manual_seed(0)
         context = 16 if args.tiny else args.context
         layers = make_layers(cfg, context, args.device, dtype)
-        q = cfg["num_attention_heads"] * cfg.get("head_dim", cfg["hidden_size"] // cfg["num_attention_heads"])
-        x = torch.randn(1, q, device=args.device, dtype=dtype)
+        heads = cfg["num_attention_heads"]
+        q = torch.randn(1, heads, 1, cfg.get("head_dim", cfg["hidden_size"] // heads), device=args.device,
+                        dtype=dtype)
         h0 = torch.randn(1, cfg["hidden_size"], device=args.device, dtype=dtype)
-        expected = None
+        expected = {}  # per group (stand-in, attention): the first variant's result
         for variant in args.variants:
             if variant == "ptx" and not cuda:
                 continue  # PTX: NVIDIA GPUs only
-            run = chain(layers, x, h0, variant)
+            run = chain(layers, q, h0, variant)
             result = run().clone()
-            expected = result if expected is None else expected
+            expected.setdefault(variant in STAND_IN, result)
             ms, replay = graph_ms(run, args.device)
             rec = dict(model=model, context=context, variant=variant, ms=round(ms, 4),
-                       same_result=bool(torch.equal(result, expected)))
+                       same_result=bool(torch.equal(result, expected[variant in STAND_IN])))
             if cuda:
-                rec.update(per_kernel_us(replay, cfg["num_hidden_layers"]))
+                rec.update(per_kernel_us(replay, cfg["num_hidden_layers"], variant))
             records.append(rec)
             print(rec, flush=True)
         del layers

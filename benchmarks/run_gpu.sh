@@ -230,9 +230,9 @@ case "${1:-}" in
       --out "$OUT/gemv_gemma_qwen2.json" 2>&1 | grep "^\[gemv\]"
     timeout 120 python3 benchmarks/bench_gemv_chain.py --models llama-1b llama-8b --variants ours read \
       --out "$OUT/gemv_chain_kvform.json" 2>&1 | grep -v Warn | tail -6
-    timeout 90 python3 benchmarks/probe_l2_prefetch.py --out "$OUT/l2_prefetch.json" 2>&1 | grep -v Warn | tail -9
-    timeout 220 python3 benchmarks/bench_e2e.py --model gemma-2b --attn eager --workloads decode-1024 \
-      --variants stock+cudagraphs fusion_passes+notable+graphstep fusion_passes+graphstep --budget-s 200 \
+    timeout 110 python3 benchmarks/probe_l2_prefetch.py --out "$OUT/l2_prefetch.json" 2>&1 | grep -v Warn | tail -14
+    timeout 200 python3 benchmarks/bench_e2e.py --model gemma-2b --attn eager --workloads decode-1024 \
+      --variants stock+cudagraphs fusion_passes+notable+graphstep fusion_passes+graphstep --budget-s 180 \
       --out "$OUT/e2e_decode_table_gemma-2b_eager.json" 2>&1 | grep -v Warning | tail -5 ;;
   l2pf)  # the o-proj weight requested into L2 by the decode attention kernel: its GPU tests, then the decode step
     timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_decode_attention_kernel.py 2>&1 | tail -2

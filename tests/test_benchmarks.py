@@ -321,13 +321,14 @@ def test_generate_bench_tiny_cpu(tmp_path):
 
 
 def test_l2_prefetch_probe_tiny_cpu(tmp_path):
-    """The probe's chain gives the same result with and without the prefetching stand-in (it only reads)."""
+    """The probe's chain gives the same result with and without prefetching (the stand-in only reads; the
+    attention kernel only requests the weight)."""
     import probe_l2_prefetch
 
     out = tmp_path / "l2.json"
     assert probe_l2_prefetch.main(["--tiny", "--out", str(out)]) == 0
     recs = json.loads(out.read_text())["records"]
-    assert [r["variant"] for r in recs] == ["plain", "load"]  # ptx: GPU only
+    assert [r["variant"] for r in recs] == ["plain", "load", "attn", "attn_pf"]  # ptx: GPU only
     assert all(r["same_result"] and r["ms"] > 0 and r["context"] == 16 for r in recs)
 
 
