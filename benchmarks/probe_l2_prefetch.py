@@ -36,7 +36,6 @@ from fusion_passes.kernels import decode_attention, gemv  # noqa: E402,F401 - re
 VARIANTS = ("plain", "load", "ptx", "attn", "attn_pf")
 STAND_IN = VARIANTS[:3]
 PROGRAMS = 256  # about what decode attention launches on the H200 (kernels.decode_attention._TARGET_PROGRAMS)
-LINE = 128  # bytes per L2 line: one PTX prefetch each
 
 try:
     import triton
@@ -46,16 +45,11 @@ try:
     def _stand_in_kernel(K, V, W, OUT, n_kv, n_w, PER_KV: tl.constexpr, PER_W: tl.constexpr, BLOCK: tl.constexpr,
                          MODE: tl.constexpr, LINE_ELEMS: tl.constexpr):
         """Sum this program's share of K and V (evict_first); MODE 1 also loads its share of W (evict_last),
-        MODE 2 requests W's lines with PTX prefetches first, so they are in flight while K/V are read."""
+        MODE 2 requests W's lines with the decode kernel's PTX prefetches first, in flight while K/V are read."""
         pid = tl.program_id(0).to(tl.int64)
         acc = tl.zeros([BLOCK], tl.float32)
         if MODE == 2:
-            for i in range(0, PER_W, BLOCK * LINE_ELEMS):
-                offs = pid * PER_W + i + tl.arange(0, BLOCK) * LINE_ELEMS
-                offs = tl.minimum(offs, n_w - 1)  # a line past the end asks for W's last line again
-                done = tl.inline_asm_elementwise("prefetch.global.L2::evict_last [$1]; mov.u32 $0, 0;", "=r,l",
-                                                 [W + offs], dtype=tl.int32, is_pure=False, pack=1)
-                acc += done.to(tl.float32)
+            decode_attention.prefetch_l2(W, pid * PER_W, n_w, PER_W, LINE_ELEMS)
         for i in range(0, PER_KV, BLOCK):
             offs = pid * PER_KV + i + tl.arange(0, BLOCK)
             acc += tl.load(K + offs, mask=offs < n_kv, other=0.0, eviction_policy="evict_first").to(tl.float32)
@@ -77,11 +71,10 @@ def stand_in(k: torch.Tensor, v: torch.Tensor, w: torch.Tensor, out: torch.Tenso
     n_kv, n_w = k.numel(), w.numel()
     block = 1024
     per_kv = triton.cdiv(triton.cdiv(n_kv, PROGRAMS), block) * block
-    line_elems = LINE // w.element_size()
-    step = block * line_elems if variant == "ptx" else block
-    per_w = triton.cdiv(triton.cdiv(n_w, PROGRAMS), step) * step
+    shares = decode_attention.prefetch_shares(w, PROGRAMS)  # whole trips of the prefetch loop, and loads
+    per_w = triton.cdiv(shares["PF_PER"], block) * block
     _stand_in_kernel[(PROGRAMS,)](k, v, w, out, n_kv, n_w, PER_KV=per_kv, PER_W=per_w, BLOCK=block,
-                                  MODE=VARIANTS.index(variant), LINE_ELEMS=line_elems, num_warps=4)
+                                  MODE=VARIANTS.index(variant), LINE_ELEMS=shares["PF_LINE"], num_warps=4)
     return out
 
 

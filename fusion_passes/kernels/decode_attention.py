@@ -65,6 +65,15 @@ _LINE_BYTES = 128  # one L2 line: one prefetch request
 if triton is not None:
 
     @triton.jit
+    def prefetch_l2(P, first, n, PER: tl.constexpr, LINE: tl.constexpr):
+        """Request ``P[first : first + PER]`` (clamped to n) into L2 with PTX ``prefetch.global.L2::evict_last``,
+        one request per LINE elements (128 bytes), 128 per loop trip; nothing waits for them (CUDA only)."""
+        for i in range(0, PER, 128 * LINE):
+            offs = tl.minimum(first + i + tl.arange(0, 128) * LINE, n - 1)
+            tl.inline_asm_elementwise("prefetch.global.L2::evict_last [$1]; mov.u32 $0, 0;", "=r,l", [P + offs],
+                                      dtype=tl.int32, is_pure=False, pack=1)
+
+    @triton.jit
     def _decode_attention_kernel(
         Q, K, V, MASK,
         sq_b, sq_h, sq_s,  # q strides (last dim contiguous)
@@ -90,11 +99,8 @@ if triton is not None:
     ):  # fmt: skip
         PRECISION: tl.constexpr = "ieee" if IEEE_F32 else None  # None: Triton's default
         if PREFETCH:  # before anything else, so the lines arrive while this program computes
-            first = (tl.program_id(0) * tl.num_programs(1) + tl.program_id(1)).to(tl.int64) * PF_PER
-            for i in range(0, PF_PER, 128 * PF_LINE):
-                offs = tl.minimum(first + i + tl.arange(0, 128) * PF_LINE, PF_N - 1)
-                tl.inline_asm_elementwise("prefetch.global.L2::evict_last [$1]; mov.u32 $0, 0;", "=r,l", [PF + offs],
-                                          dtype=tl.int32, is_pure=False, pack=1)
+            program = tl.program_id(0) * tl.num_programs(1) + tl.program_id(1)
+            prefetch_l2(PF, program.to(tl.int64) * PF_PER, PF_N, PF_PER, PF_LINE)
         scale = tl.full([], scale, tl.float32)  # Inductor passes a Python float as fp64: keep the softmax in fp32
         softcap = tl.full([], softcap, tl.float32)
         pid = tl.program_id(0)
@@ -224,9 +230,7 @@ def _launch(q, k, v, mask, scale, is_causal, out, traced: bool, softcap: float =
     launch = wrap_triton if traced and q.device.type == "cuda" else (lambda kernel: kernel)
     pf = dict(PREFETCH=False)
     if prefetch is not None and prefetch.is_cuda and not INTERPRETED:
-        line = _LINE_BYTES // prefetch.element_size()
-        pf = dict(PREFETCH=True, PF_LINE=line,
-                  PF_PER=triton.cdiv(triton.cdiv(prefetch.numel(), b * h_kv * splits), 128 * line) * 128 * line)
+        pf = dict(PREFETCH=True, **prefetch_shares(prefetch, b * h_kv * splits))
     else:
         prefetch = q  # never read (PREFETCH off): any tensor the kernels do not write
     launch(_decode_attention_kernel)[(b * h_kv, splits)](
@@ -247,6 +251,12 @@ def _launch(q, k, v, mask, scale, is_causal, out, traced: bool, softcap: float =
         GROUP=group, BLOCK_M=block_m, BLOCK_S=max(2, triton.next_power_of_2(splits)), BLOCK_DV=block_dv,
         num_warps=1,
     )  # fmt: skip
+
+
+def prefetch_shares(t: torch.Tensor, programs: int) -> dict:
+    """``prefetch_l2``'s PER (elements per program, whole loop trips) and LINE for ``t`` over ``programs``."""
+    line = _LINE_BYTES // t.element_size()
+    return dict(PF_PER=triton.cdiv(triton.cdiv(t.numel(), programs), 128 * line) * 128 * line, PF_LINE=line)
 
 
 def _attention(q, k, v, mask, scale, is_causal, traced: bool, softcap: float = 0.0,
