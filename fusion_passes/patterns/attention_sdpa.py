@@ -733,7 +733,7 @@ def _share_decode_mask(graph: fx.Graph, node: fx.Node, inserted: list[fx.Node], 
     return [n for n in [*inserted, *new] if n not in gone]
 
 
-_VIEWS = (aten.transpose, aten.permute, aten.clone, aten.view, aten._unsafe_view, aten.reshape, aten.squeeze)
+_VIEWS = (*_FLATTEN, aten.transpose, aten.permute, aten.squeeze, aten.clone)  # HF's o_proj input: views + contiguous
 
 
 def _prefetch_next_weight(node: fx.Node, attn: _Attention) -> None:
