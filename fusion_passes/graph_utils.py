@@ -172,6 +172,15 @@ def run_nodes(nodes: list[fx.Node], env: dict) -> dict:
     return env
 
 
+def set_args(node: fx.Node, args) -> None:
+    """Give the call ``node`` new positional ``args``. Where tracing recorded its inputs' values
+    (``meta["eager_input_vals"]``: Inductor lays a custom op's inputs out as those), they are kept in step, or
+    Inductor would pair the new arguments with the old values."""
+    node.args = tuple(args)
+    if "eager_input_vals" in node.meta:
+        node.meta["eager_input_vals"] = fx.node.map_arg((node.args, dict(node.kwargs)), val)
+
+
 def structure(node: fx.Node, memo: dict | None = None, depth: int = 0):
     """A hashable description of the value ``node`` computes: pure ATen ops by target and (described) arguments,
     so that two layers' identical slices or conversions of one model-level tensor (the mask, RoPE's cos/sin)

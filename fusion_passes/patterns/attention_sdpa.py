@@ -728,7 +728,7 @@ def _share_decode_mask(graph: fx.Graph, node: fx.Node, inserted: list[fx.Node], 
     if not isinstance(mask, fx.Node):
         return inserted
     shared, new = graph_utils.materialise_shared(graph, mask, node, masks)
-    node.update_arg(3, shared)
+    graph_utils.set_args(node, (*node.args[:3], shared, *node.args[4:]))
     gone = set(erase_dead(graph, [mask]))
     return [n for n in [*inserted, *new] if n not in gone]
 
@@ -748,10 +748,7 @@ def _prefetch_next_weight(node: fx.Node, attn: _Attention) -> None:
             lin = linears.as_linear(user)
             if not isinstance(lin, str) and lin.x2 is cur and lin.constant is None:
                 args = list(node.args) + [0.0] * (7 - len(node.args))  # softcap, if the node has none
-                node.args = (*args[:7], lin.weight)
-                if "eager_input_vals" in node.meta:  # Inductor lays the op's inputs out as these: keep them in step
-                    node.meta["eager_input_vals"] = (tuple(val(a) if isinstance(a, fx.Node) else a
-                                                           for a in node.args), {})
+                graph_utils.set_args(node, (*args[:7], lin.weight))
                 attn.prefetch = lin.weight.name
             return
         if not is_op(user, *_VIEWS):
