@@ -45,6 +45,8 @@
 #                                           + decode GEMV GPU tests side by side, then the 1B late-norm comparison
 #   bash benchmarks/run_gpu.sh validate2  # part 2: the other GPU tests beside HF generate (static-graph fix), then
 #                                           the Qwen2 and Gemma decode steps
+#   bash benchmarks/run_gpu.sh validate4  # session 14's pad_mm undo and L2 prefetch: their GPU tests and the attention
+#                                           kernel's CUDA tests, then the 1B graphed step with / without the prefetch
 #   bash benchmarks/run_gpu.sh l2pf [model]  # decode with the attention kernel requesting the o-proj weight into L2
 #                                            (FUSION_PASSES_DECODE_ATTENTION_PREFETCH=on) vs without, side by side
 #   bash benchmarks/run_gpu.sh validate3  # session 14's leftovers (one call): Gemma/Qwen2 gate/up and lm_head, ours vs
@@ -234,6 +236,17 @@ case "${1:-}" in
     timeout 200 python3 benchmarks/bench_e2e.py --model gemma-2b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+notable+graphstep fusion_passes+graphstep --budget-s 180 \
       --out "$OUT/e2e_decode_table_gemma-2b_eager.json" 2>&1 | grep -v Warning | tail -5 ;;
+  validate4)  # session 14's unrun changes (pad_mm undo, L2 prefetch): their GPU tests beside the attention kernel's
+    # CUDA tests (both compile-bound), then the 1B graphed decode step with and without the prefetch
+    (timeout 330 python3 -m pytest -m gpu -q -p no:cacheprovider -rs tests/patterns/test_decode_gemv.py \
+      tests/patterns/test_attention_sdpa.py tests/patterns/test_qkv_packing.py > "$OUT/v4_gpu_tests.log" 2>&1) &
+    (timeout 300 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_decode_attention_kernel.py \
+      > "$OUT/v4_kernel_tests.log" 2>&1) &
+    wait
+    grep -E "FAILED|ERROR|passed|failed" "$OUT/v4_gpu_tests.log" | tail -12; tail -2 "$OUT/v4_kernel_tests.log"
+    timeout 215 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
+      --variants fusion_passes+graphstep fusion_passes+l2pf+graphstep --budget-s 190 \
+      --out "$OUT/e2e_decode_l2pf_llama-1b.json" 2>&1 | grep -v Warning | tail -5 ;;
   l2pf)  # the o-proj weight requested into L2 by the decode attention kernel: its GPU tests, then the decode step
     timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_decode_attention_kernel.py 2>&1 | tail -2
     timeout 380 python3 benchmarks/bench_e2e.py --model "${2:-llama-1b}" --attn eager --workloads decode-1024 \
@@ -242,6 +255,6 @@ case "${1:-}" in
       | grep -v Warning | tail -6 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|qwen2|arch|validate1|validate2|validate3|l2pf" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|qwen2|arch|validate1|validate2|validate3|validate4|l2pf" >&2
      exit 2 ;;
 esac

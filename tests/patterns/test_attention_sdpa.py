@@ -640,8 +640,11 @@ def test_softcapped_scores_not_fired(decode_everywhere, q_len, mask_first, reaso
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", [None, "reduce-overhead"])
-def test_gpu_decode_kernel_zoo_llama(mode):
-    """A bf16 decode step on CUDA runs fusion_passes.decode_attention (no repeat_kv copy), with CUDA graphs too."""
+@pytest.mark.parametrize("prefetch", ["off", "on"])
+def test_gpu_decode_kernel_zoo_llama(mode, prefetch, monkeypatch):
+    """A bf16 decode step on CUDA runs fusion_passes.decode_attention (no repeat_kv copy), with CUDA graphs too;
+    with the L2 prefetch on, each layer's kernel requests its o_proj weight and the results still match."""
+    monkeypatch.setenv(attention_sdpa.PREFETCH_POLICY_ENV, prefetch)
     torch.manual_seed(0)
     config = zoo.LlamaConfig(num_hidden_layers=2)
     model = zoo.LlamaForCausalLM(config).to("cuda", torch.bfloat16).eval()
@@ -661,6 +664,7 @@ def test_gpu_decode_kernel_zoo_llama(mode):
                 torch.testing.assert_close(out.float(), ref.float(), atol=5e-2, rtol=5e-2)
     ms = matches(recs)
     assert len(ms) == 2 and all(m.detail["kernel"].startswith("fusion_passes.decode_attention") for m in ms)
+    assert all(("l2_prefetch" in m.detail) == (prefetch == "on") for m in ms)
     torch.testing.assert_close(caches[1].k0.float(), caches[0].k0.float(), atol=5e-2, rtol=5e-2)
 
 
