@@ -93,9 +93,9 @@ if triton is not None:
         BLOCK_D: tl.constexpr,
         BLOCK_DV: tl.constexpr,
         IEEE_F32: tl.constexpr,  # fp32 q/k/v: full-precision dots, not Triton's TF32 default (kernels.ieee_fp32_dot)
-        PREFETCH: tl.constexpr = False,  # request PF's lines into L2 first (CUDA only: PTX)
-        PF_PER: tl.constexpr = 0,  # PF elements per program, a multiple of 128 lines
-        PF_LINE: tl.constexpr = 64,  # PF elements per 128-byte line
+        PREFETCH: tl.constexpr,  # request PF's lines into L2 first (CUDA only: PTX)
+        PF_PER: tl.constexpr,  # PF elements per program, a multiple of 128 lines
+        PF_LINE: tl.constexpr,  # PF elements per 128-byte line
     ):  # fmt: skip
         PRECISION: tl.constexpr = "ieee" if IEEE_F32 else None  # None: Triton's default
         if PREFETCH:  # before anything else, so the lines arrive while this program computes
@@ -228,7 +228,8 @@ def _launch(q, k, v, mask, scale, is_causal, out, traced: bool, softcap: float =
     l_part = torch.empty(parts, dtype=torch.float32, device=q.device)
     acc_part = torch.empty((parts, block_dv), dtype=torch.float32, device=q.device)
     launch = wrap_triton if traced and q.device.type == "cuda" else (lambda kernel: kernel)
-    pf = dict(PREFETCH=False)
+    # every constexpr passed, defaults or not: Inductor's launcher for a traced user kernel takes no defaults
+    pf = dict(PREFETCH=False, PF_PER=0, PF_LINE=1)
     if prefetch is not None and prefetch.is_cuda and not INTERPRETED:
         pf = dict(PREFETCH=True, **prefetch_shares(prefetch, b * h_kv * splits))
     else:
