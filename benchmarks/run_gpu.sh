@@ -47,6 +47,7 @@
 #                                           the Qwen2 and Gemma decode steps
 #   bash benchmarks/run_gpu.sh validate4  # session 14's pad_mm undo and L2 prefetch: their GPU tests and the attention
 #                                           kernel's CUDA tests, then the 1B graphed step with / without the prefetch
+#   bash benchmarks/run_gpu.sh validate5  # every M = 1 config for Gemma's q/k/v+cache, gate/up, lm_head, Qwen2's q/k/v+cache
 #   bash benchmarks/run_gpu.sh l2pf [model]  # decode with the attention kernel requesting the o-proj weight into L2
 #                                            (FUSION_PASSES_DECODE_ATTENTION_PREFETCH=on) vs without, side by side
 #   bash benchmarks/run_gpu.sh validate3  # session 14's leftovers (one call): Gemma/Qwen2 gate/up and lm_head, ours vs
@@ -247,6 +248,19 @@ case "${1:-}" in
     timeout 215 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants fusion_passes+graphstep fusion_passes+l2pf+graphstep --budget-s 190 \
       --out "$OUT/e2e_decode_l2pf_llama-1b.json" 2>&1 | grep -v Warning | tail -5 ;;
+  validate5)  # every M = 1 config, weights streamed: Gemma's q/k/v with the cache stores, gate/up and lm_head (to
+    # list them where ours beats cuBLAS), Qwen2's q/k/v with the cache stores (both run KV_FALLBACK today)
+    for i in 0 1 2 3 4 5 6 7; do
+      timeout 200 python3 benchmarks/bench_gemv_configs.py --model gemma-2b --linears qkv_kv gate_up lm_head \
+        --compile-only --shard $i/8 > /dev/null 2>&1 &
+      timeout 200 python3 benchmarks/bench_gemv_configs.py --model qwen2-1.5b --linears qkv_kv --compile-only \
+        --shard $i/8 > /dev/null 2>&1 &
+    done
+    wait
+    timeout 170 python3 benchmarks/bench_gemv_configs.py --model gemma-2b --linears qkv_kv gate_up lm_head \
+      --out "$OUT/gemv_configs_gemma-2b_more.json" 2>&1 | grep -v Warn | tail -12
+    timeout 100 python3 benchmarks/bench_gemv_configs.py --model qwen2-1.5b --linears qkv_kv \
+      --out "$OUT/gemv_configs_qwen2-1.5b_kv.json" 2>&1 | grep -v Warn | tail -6 ;;
   l2pf)  # the o-proj weight requested into L2 by the decode attention kernel: its GPU tests, then the decode step
     timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_decode_attention_kernel.py 2>&1 | tail -2
     timeout 380 python3 benchmarks/bench_e2e.py --model "${2:-llama-1b}" --attn eager --workloads decode-1024 \
@@ -255,6 +269,6 @@ case "${1:-}" in
       | grep -v Warning | tail -6 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|qwen2|arch|validate1|validate2|validate3|validate4|l2pf" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|qwen2|arch|validate1|validate2|validate3|validate4|validate5|l2pf" >&2
      exit 2 ;;
 esac
