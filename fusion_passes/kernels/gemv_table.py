@@ -52,9 +52,13 @@ TABLE = {
     ("NVIDIA H200", "silu", 1536, 8960, 8960, 0): (8, 256, True, 4, 4),  # the autotuner's pick (17.76 us)
     ("NVIDIA H200", "res", 8960, 1536, 0, 0): (2, 1024, False, 4, 2),  # 9.80 vs 9.93 us
     # gemma-2b (hidden 2048, 8 heads, 1 KV head of 256, FFN 16384; its o shares llama-1b's entry, the fastest there
-    # too; gate/up, 128 MiB, stays on cuBLAS: logs/s14_run5)
+    # too: logs/s14_run5; gate/up (GeGLU, same bytes as the silu form) and the 256K lm_head: logs/s15_run4)
     ("NVIDIA H200", "rope", 2048, 2048, 256, 256): (2, 1024, True, 4, 2, True),  # 5.64 us, the autotuner's 5.63
     ("NVIDIA H200", "res", 16384, 2048, 0, 0): (2, 2048, True, 4, 2, True),  # 18.51 vs 19.28 us
+    ("NVIDIA H200", "silu", 2048, 16384, 16384, 0): (2, 1024, True, 4, 1, True),  # 33.64 us
+    ("NVIDIA H200", "cat", 2048, 256000, 0, 0): (4, 1024, True, 4, 3, True),  # 228.11 vs the autotuner's 238.58 us
+    # The cache-writing q/k/v of Qwen2 and Gemma measured fastest at KV_FALLBACK's config (with BLOCK_K <= K:
+    # 5.02 and 5.90 us; logs/s15_run4), so they need no entry.
 }  # fmt: skip
 
 # M = 1 shapes of 128 MiB of weights and more, where cuBLAS used to be faster (``patterns.decode_gemv`` leaves such
@@ -64,6 +68,9 @@ BEATS_CUBLAS = {
     ("NVIDIA H200", "cat", 2048, 128256, 0, 0): (118.7, 126.0),  # llama-1b lm_head (+ the final norm folded)
     ("NVIDIA H200", "silu", 4096, 14336, 14336, 0): (57.3, 61.0),  # llama-8b gate/up (+ norm, silu * mul)
     ("NVIDIA H200", "cat", 4096, 128256, 0, 0): (237.7, 247.7),  # llama-8b lm_head
+    # ours: logs/s15_run4/gemv_configs_gemma-2b_more.json; cuBLAS: logs/s15_run3/gemv_gemma_qwen2.json
+    ("NVIDIA H200", "silu", 2048, 16384, 16384, 0): (33.64, 36.77),  # gemma-2b gate/up (+ norm, gelu_tanh * mul)
+    ("NVIDIA H200", "cat", 2048, 256000, 0, 0): (228.11, 246.02),  # gemma-2b lm_head (+ the final norm folded)
 }
 
 # The cache-writing form's config where the table has none (the 1B q/k/v shape's runner-up, within 0.1 us).
