@@ -49,7 +49,23 @@ def apply_on_fake_cuda(family, fn, *shapes, dtype=torch.bfloat16):
         gm = make_fx(fn, select_decomp_table(), tracing_mode="real")(*args)
         gm.graph.eliminate_dead_code()  # unused dtype casts the decompositions leave (Inductor's graphs have none)
         rec = apply_family(family, gm.graph)
+    assert_kernels_get_every_parameter(gm.graph)
     return gm, rec
+
+
+def assert_kernels_get_every_parameter(graph):
+    """Every Triton kernel traced into ``graph`` gets every parameter, constexprs with defaults too: Inductor's
+    launcher for a traced user kernel takes no defaults, and a missing one fails only at run time on a GPU (the
+    decode attention kernel's PF_PER / PF_LINE, session 14)."""
+    from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
+
+    for node in graph.nodes:
+        if node.target is torch.ops.higher_order.triton_kernel_wrapper_functional:
+            kernel = kernel_side_table.get_kernel(node.kwargs["kernel_idx"])
+            passed = {**node.kwargs["kwargs"], **kernel_side_table.get_constant_args(node.kwargs["constant_args_idx"])}
+            tuned = {k for config in getattr(kernel, "configs", ()) for k in config.kwargs}  # an autotuner's
+            missing = set(kernel.arg_names) - set(passed) - tuned
+            assert not missing, f"{getattr(kernel, 'fn', kernel).__name__} launched without {sorted(missing)}"
 
 
 def post_grad_like(fn, args, decompose=True):

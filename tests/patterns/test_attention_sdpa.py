@@ -743,19 +743,12 @@ def test_cuda_decode_kernel_prefetches_the_o_proj_weight_on_request(attention, i
 
 @pytest.mark.parametrize("prefetch", ["off", "on"])
 def test_cuda_decode_kernels_traced_inline_get_every_parameter(prefetch, monkeypatch):
-    """Inductor's launcher for a traced user kernel takes no parameter defaults: a constexpr left to its default
-    (PF_PER / PF_LINE with the prefetch off, session 14) failed every inline decode step on the H200."""
-    from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
-
+    """Both inline kernels, prefetch on and off (apply_on_fake_cuda checks every kernel's parameters): with the
+    prefetch off, PF_PER / PF_LINE were left to their defaults and every inline decode step failed on the H200."""
     monkeypatch.setenv(attention_sdpa.PREFETCH_POLICY_ENV, prefetch)
     monkeypatch.setenv(attention_sdpa.INLINE_POLICY_ENV, "on")
     gm, _ = apply_on_fake_cuda(attention_sdpa, _with_o_proj("eager"), *DECODE_SHAPES, (64, H * D))
-    kernels = [n for n in gm.graph.nodes if n.target is torch.ops.higher_order.triton_kernel_wrapper_functional]
-    assert len(kernels) == 2
-    for node in kernels:
-        passed = {**node.kwargs["kwargs"], **kernel_side_table.get_constant_args(node.kwargs["constant_args_idx"])}
-        kernel = kernel_side_table.get_kernel(node.kwargs["kernel_idx"])
-        assert set(kernel.arg_names) <= set(passed), set(kernel.arg_names) - set(passed)
+    assert sum(n.target is torch.ops.higher_order.triton_kernel_wrapper_functional for n in gm.graph.nodes) == 2
 
 
 @pytest.mark.parametrize("setting, other_user", [(None, False), ("on", True)])
