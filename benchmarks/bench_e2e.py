@@ -165,6 +165,7 @@ def forced_policies(variant: str) -> dict[str, str]:
         "notable": (gemv_table.POLICY_ENV, "off"),  # ... or are autotuned in place
         "normlate": (gemv_table.NORM_POLICY_ENV, "late"),  # M = 1 GEMVs with a norm: 1/rms after the dot
         "l2pf": (attention_sdpa.PREFETCH_POLICY_ENV, "on"),  # decode attention requests the o-proj weight into L2
+        "early": (gemv_table.EPILOGUE_LOADS_POLICY_ENV, "early"),  # M = 1 GEMVs load residual / bias / cos / sin first
     }
     name, *parts = variant.removesuffix("+cudagraphs").split("+")
     if name != "fusion_passes":

@@ -42,6 +42,10 @@ per row, moves after the dot. It does not round where eager rounds (within bf16 
 
     y = ((x * (norm_weight + norm_offset)) @ W_0.T) * rsqrt(mean(x**2) + eps)      all in fp32, then -> T
 
+With EARLY_LOADS (M = 1 only, ``FUSION_PASSES_GEMV_EPILOGUE_LOADS=early``; off by default until measured) the
+epilogue's operands (residual, biases, cos / sin: a few values per program) are loaded before the K loop, so their
+round trip to memory overlaps the weight stream instead of ending every program; the cache positions always are.
+
 Tile sizes are autotuned per shape.
 
 On CUDA the op launches through ``wrap_triton`` (Inductor emits the kernel in its generated code, CUDA graphs
@@ -131,6 +135,29 @@ if triton is not None:
         return tl.where(pos < 0, pos + cache_len, pos)
 
     @triton.jit
+    def _epilogue_operands(R, COS, SIN, b_ptr, rm, rn, rj, half, n_ok, out_mask, w_idx, stride_r, stride_cs,
+                           HAS_RES: tl.constexpr, ROPE: tl.constexpr, BIAS_MASK: tl.constexpr):
+        """What the epilogue reads besides the accumulators: the biases of columns rn (and rn + half with ROPE),
+        the residual [BLOCK_M, BLOCK_N] and the rotation's cos / sin of columns rj and rj + half, in fp32 (0.0 for
+        what the launch does not have)."""
+        bias, bias2, r, c1, s1, c2, s2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        if BIAS_MASK:
+            # bit w_idx of the mask, as a [BLOCK_N] vector (the interpreter mis-broadcasts a scalar bool in a mask)
+            b_ok = n_ok & ((rn * 0 + (BIAS_MASK >> w_idx)) % 2 == 1)
+            bias = tl.load(b_ptr + rn, mask=b_ok, other=0.0).to(tl.float32)[None, :]
+            if ROPE:
+                bias2 = tl.load(b_ptr + rn + half, mask=b_ok, other=0.0).to(tl.float32)[None, :]
+        if HAS_RES:
+            r = tl.load(R + rm[:, None] * stride_r + rn[None, :], mask=out_mask, other=0.0).to(tl.float32)
+        if ROPE:
+            cs = rm[:, None] * stride_cs + rj[None, :]
+            c1 = tl.load(COS + cs, mask=out_mask, other=0.0).to(tl.float32)
+            s1 = tl.load(SIN + cs, mask=out_mask, other=0.0).to(tl.float32)
+            c2 = tl.load(COS + cs + half, mask=out_mask, other=0.0).to(tl.float32)
+            s2 = tl.load(SIN + cs + half, mask=out_mask, other=0.0).to(tl.float32)
+        return bias, bias2, r, c1, s1, c2, s2
+
+    @triton.jit
     def _store_cache_rows(C0, C1, C2, pos, y, cols, w_idx, rm, mask, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l,
                           sc_d, CACHE_MASK: tl.constexpr):
         """y [BLOCK_M, BLOCK_N] (rows rm, columns ``cols`` of output w_idx) into C_{w_idx}[b, col // HD, pos[m],
@@ -203,6 +230,7 @@ if triton is not None:
         PREFETCH: tl.constexpr,  # M = 1 only: load the next K tile while reducing this one
         ACC1D: tl.constexpr,  # M = 1 only: reduce each tile into [BLOCK_N] (registers for one tile, not two)
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
+        EARLY_LOADS: tl.constexpr,  # M = 1 only: the epilogue's operands loaded before the K loop, not after it
     ):
         T = X.dtype.element_ty
         PRECISION: tl.constexpr = "ieee" if IEEE_F32 else None  # None: Triton's default (TF32 for fp32)
@@ -237,6 +265,8 @@ if triton is not None:
         rm = tl.arange(0, BLOCK_M)
         m_ok = rm < M
         rn = blk * BLOCK_N + tl.arange(0, BLOCK_N)
+        rj = rn
+        half = 0
         if ROPE:  # program column t -> the pair (j, j + h) of head t // h, j = t % h
             half = rope_dim // 2
             n_ok = rn < n_lim // 2
@@ -256,6 +286,10 @@ if triton is not None:
             pos = _cache_positions(IDX, rm, seq_len, cache_len, IDX_BASE)
         if PREFETCH:  # the first weight tile is requested before the norm prologue, so HBM starts streaming at once
             x, w, u = _load_tile(X, w_rows, w_rows2, rm, m_ok, n_ok, 0, K, stride_x, TWO, BLOCK_K)
+        out_mask = m_ok[:, None] & n_ok[None, :]
+        if EARLY_LOADS:  # their round trip overlaps the weight stream instead of ending every program
+            bias, bias2, r, c1, s1, c2, s2 = _epilogue_operands(R, COS, SIN, b_ptr, rm, rn, rj, half, n_ok, out_mask,
+                                                                w_idx, stride_r, stride_cs, HAS_RES, ROPE, BIAS_MASK)
         if HAS_NORM and NORM_LATE:
             ss1 = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
         elif HAS_NORM:  # per-row 1/rms over the whole row (the row is small and L2-resident)
@@ -345,14 +379,14 @@ if triton is not None:
             y = y * rstd[:, None]
             if TWO:
                 y_u = y_u * rstd[:, None]
+        if not EARLY_LOADS:
+            bias, bias2, r, c1, s1, c2, s2 = _epilogue_operands(R, COS, SIN, b_ptr, rm, rn, rj, half, n_ok, out_mask,
+                                                                w_idx, stride_r, stride_cs, HAS_RES, ROPE, BIAS_MASK)
         if BIAS_MASK:  # in fp32 before the one rounding, as addmm's epilogue
-            # bit w_idx of the mask, as a [BLOCK_N] vector (the interpreter mis-broadcasts a scalar bool in a mask)
-            b_ok = n_ok & ((rn * 0 + (BIAS_MASK >> w_idx)) % 2 == 1)
-            y = y + tl.load(b_ptr + rn, mask=b_ok, other=0.0).to(tl.float32)[None, :]
+            y = y + bias
             if ROPE:
-                y_u = y_u + tl.load(b_ptr + rn + half, mask=b_ok, other=0.0).to(tl.float32)[None, :]
+                y_u = y_u + bias2
         y = y.to(T)  # the GEMM's output dtype, as eager rounds it
-        out_mask = m_ok[:, None] & n_ok[None, :]
         if SILU_MUL:
             g = y.to(tl.float32)
             if GELU_TANH:  # tanh(z) = 1 - 2 / (exp(2z) + 1): exact at both infinities, no libdevice
@@ -362,15 +396,9 @@ if triton is not None:
                 s = (g / (1.0 + tl.exp(-g))).to(T)
             y = (s.to(tl.float32) * y_u.to(T).to(tl.float32)).to(T)
         if HAS_RES:
-            r = tl.load(R + rm[:, None] * stride_r + rn[None, :], mask=out_mask, other=0.0)
-            y = (y.to(tl.float32) + r.to(tl.float32)).to(T)
+            y = (y.to(tl.float32) + r).to(T)
         if ROPE:
             y2 = y_u.to(T)  # the pair's other half: columns j + h
-            cs = rm[:, None] * stride_cs + rj[None, :]
-            c1 = tl.load(COS + cs, mask=out_mask, other=0.0).to(tl.float32)
-            s1 = tl.load(SIN + cs, mask=out_mask, other=0.0).to(tl.float32)
-            c2 = tl.load(COS + cs + half, mask=out_mask, other=0.0).to(tl.float32)
-            s2 = tl.load(SIN + cs + half, mask=out_mask, other=0.0).to(tl.float32)
             a, b = y.to(tl.float32), y2.to(tl.float32)
             ra = ((a * c1).to(T).to(tl.float32) + (-b * s1).to(T).to(tl.float32)).to(T)
             rb = ((b * c2).to(T).to(tl.float32) + (a * s2).to(T).to(tl.float32)).to(T)
@@ -390,7 +418,7 @@ if triton is not None:
     # One autotuner per M tile (configs differ); both run the same kernel. Not prune_configs_by: Inductor's
     # support for user-defined autotuned kernels does not cover every pruning hook.
     _KEY = ["K", "N0", "N1", "N2", "CONCAT_W", "HAS_NORM", "NORM_LATE", "SILU_MUL", "GELU_TANH", "HAS_RES",
-            "BIAS_MASK", "ROPE", "CACHE_MASK", "IEEE_F32"]
+            "BIAS_MASK", "ROPE", "CACHE_MASK", "IEEE_F32", "EARLY_LOADS"]
     _gemv_m1 = {p: triton.autotune(configs=_configs(dot=False, prefetch=p), key=_KEY)(_gemv_kernel)
                 for p in (False, True)}  # keyed by "may prefetch"; the benchmarks time both
     _gemv_m16 = triton.autotune(configs=_configs(dot=True), key=_KEY)(_gemv_kernel)
@@ -453,6 +481,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         CONCAT_W=concat,
         HAS_NORM=norm_weight is not None,
         NORM_LATE=norm_weight is not None and _block_m(int(m)) == 1 and gemv_table.norm_policy() == "late",
+        EARLY_LOADS=_block_m(int(m)) == 1 and gemv_table.epilogue_loads_policy() == "early",
         NORM_CAST=norm_cast,
         NORM_OFFSET=norm_offset != 0.0,
         SILU_MUL=silu_mul,

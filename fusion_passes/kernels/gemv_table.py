@@ -16,6 +16,9 @@ always runs a fixed config (``KV_FALLBACK``). ``FUSION_PASSES_GEMV_TABLE=off`` a
 form (``gemv``'s module doc): no prologue pass over the input, not eager's roundings; for measuring it. On the
 H200 it measured slower (session 14, ``gemv_chain_normlate_*.json``: 1B chain 0.767 vs 0.729 ms, 8B 3.891 vs
 3.755 ms; its q/k/v gain, gate/up and the lm_head lose more).
+
+``FUSION_PASSES_GEMV_EPILOGUE_LOADS=early`` (default ``late``) makes the M = 1 launches load the epilogue's operands
+(residual, biases, cos / sin) before the K loop (``gemv``'s module doc); bit-identical results, not measured yet.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ POLICY_ENV = "FUSION_PASSES_GEMV_TABLE"
 POLICIES = ("on", "off")
 NORM_POLICY_ENV = "FUSION_PASSES_GEMV_NORM"
 NORM_POLICIES = ("exact", "late")
+EPILOGUE_LOADS_POLICY_ENV = "FUSION_PASSES_GEMV_EPILOGUE_LOADS"
+EPILOGUE_LOADS_POLICIES = ("late", "early")
 
 # (device name, form, K, N0, N1, N2) -> (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages[, ACC1D]).
 # form: "rope" (norm + q/k/v, q and k rotated), "kv" (the same + k/v cache stores), "res" (+ residual),
@@ -87,6 +92,12 @@ def norm_policy() -> str:
     from ..patterns import env_policy
 
     return env_policy(NORM_POLICY_ENV, NORM_POLICIES)
+
+
+def epilogue_loads_policy() -> str:
+    from ..patterns import env_policy
+
+    return env_policy(EPILOGUE_LOADS_POLICY_ENV, EPILOGUE_LOADS_POLICIES)
 
 
 def form(meta: dict) -> str:

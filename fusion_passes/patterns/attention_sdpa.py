@@ -26,8 +26,8 @@ already in the graph (HF's default ``sdpa`` attention), whose K/V are then taken
     # without CUDA graphs); FUSION_PASSES_DECODE_ATTENTION_INLINE=off keeps it an extern op
     # Gemma2's logit softcapping, scores = cap * tanh(scores * s / cap) before the mask, only at decode size:
     out  = fusion_passes.decode_attention(q, k_cache, v_cache, mask, s / cap, c, cap)
-    # FUSION_PASSES_DECODE_ATTENTION_PREFETCH=on (off by default, not yet measured): where the output reaches a
-    # linear through views only (HF's o_proj), the kernel also requests that weight into L2
+    # FUSION_PASSES_DECODE_ATTENTION_PREFETCH=on (off by default: measured slower on the H200): where the output
+    # reaches a linear through views only (HF's o_proj), the kernel also requests that weight into L2
     out  = fusion_passes.decode_attention(q, k_cache, v_cache, mask, s, c, 0.0, W_o)
 
 How it matches: from every ``bmm`` it walks forward along the single-user chain (scores -> scale -> mask ->
@@ -79,7 +79,9 @@ DECODE_POLICIES = ("auto", "always")
 INLINE_POLICY_ENV = "FUSION_PASSES_DECODE_ATTENTION_INLINE"
 INLINE_POLICIES = ("on", "off")  # "on" since the H200 measured it (logs/s8_inline: no-graph 1B decode 8.7 -> 3.5 ms)
 PREFETCH_POLICY_ENV = "FUSION_PASSES_DECODE_ATTENTION_PREFETCH"
-PREFETCH_POLICIES = ("off", "on")  # off until measured (benchmarks/probe_l2_prefetch.py, then the decode step)
+# off: on the H200 the prefetches cost the attention kernel more than they save the o GEMV (session 15:
+# probe_l2_prefetch.py, 1B attention 2.96 -> 5.08 us, o GEMV 3.89 -> 3.51 us; graphed 1B step 0.858 -> 0.900 ms)
+PREFETCH_POLICIES = ("off", "on")
 
 
 def decode_policy() -> str:

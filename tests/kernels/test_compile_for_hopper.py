@@ -67,11 +67,12 @@ def gemv_types(dtype: str) -> dict:
             "eps": "fp32", "norm_offset": "fp32"}
 
 
-@pytest.mark.parametrize("block_m, prefetch, acc1d, norm_late", [
-    (1, False, False, False), (1, True, False, False), (1, True, True, False), (1, True, True, True),
-    (1, False, False, True), (16, False, False, False)])
+@pytest.mark.parametrize("block_m, prefetch, acc1d, norm_late, early", [
+    (1, False, False, False, False), (1, True, False, False, False), (1, True, True, False, False),
+    (1, True, True, True, False), (1, False, False, True, False), (1, True, True, False, True),
+    (16, False, False, False, False)])
 @pytest.mark.parametrize("mode", sorted(GEMV_MODES))
-def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late):
+def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late, early):
     concat, norm, silu, res, rope, cache_mask, bias_mask = (*GEMV_MODES[mode], 0)[:7]
     if norm_late and not norm:
         pytest.skip("the late-norm form needs a norm")
@@ -89,7 +90,8 @@ def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late):
     asm = compile_for_hopper(gemv._gemv_kernel, types, dict(
         CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res, ROPE=rope,
         CACHE_MASK=cache_mask, IDX_BASE=mode.endswith("index_base"), BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256,
-        PREFETCH=prefetch, ACC1D=acc1d, NORM_LATE=norm_late, BIAS_MASK=bias_mask, GELU_TANH="gelu" in mode),
+        PREFETCH=prefetch, ACC1D=acc1d, NORM_LATE=norm_late, BIAS_MASK=bias_mask, GELU_TANH="gelu" in mode,
+        EARLY_LOADS=early),
         num_warps=4,
         num_stages=3, aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
     assert "cubin" in asm and ".target sm_90" in asm["ptx"]
@@ -103,10 +105,41 @@ def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late):
         plain = compile_for_hopper(gemv._gemv_kernel, types, dict(
             CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res,
             ROPE=rope, CACHE_MASK=cache_mask, BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256, PREFETCH=False,
-            ACC1D=acc1d, NORM_LATE=norm_late, BIAS_MASK=bias_mask, GELU_TANH="gelu" in mode),
+            ACC1D=acc1d, NORM_LATE=norm_late, BIAS_MASK=bias_mask, GELU_TANH="gelu" in mode, EARLY_LOADS=early),
             num_warps=4, num_stages=3,
             aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
         assert len(weight_loads) == 2 * len(re.findall(r"ld\.global\.L1::evict_first\S*", plain["ptx"]))
+
+
+def _loads_after_the_k_loop(ptx: str) -> list[str]:
+    """The global loads after the kernel's last backward branch (the end of its K loop)."""
+    lines = [line.strip() for line in ptx.splitlines()]
+    labels = {line.split(":")[0]: i for i, line in enumerate(lines) if re.match(r"\$L__BB\d+_\d+:", line)}
+    back = [i for i, line in enumerate(lines)
+            if (m := re.search(r"bra(?:\.uni)?\s+(\$L__BB\d+_\d+);", line)) and labels.get(m.group(1), i) < i]
+    assert back, "no loop found"
+    return [line for line in lines[max(back):] if "ld.global" in line]
+
+
+@pytest.mark.parametrize("mode", ["o+residual", "qkv+bias+norm+rope+kv_write"])
+def test_decode_gemv_early_loads_leave_no_load_after_the_k_loop(mode):
+    """EARLY_LOADS (M = 1): Triton keeps the residual / bias / cos / sin loads where the kernel issues them, before
+    the K loop, so no program ends with a round trip to memory; without it they follow the loop."""
+    concat, norm, silu, res, rope, cache_mask, bias_mask = (*GEMV_MODES[mode], 0)[:7]
+    types = gemv_types("bf16")
+    types.update({"NW": "*bf16"} if norm else {}, **({"R": "*bf16"} if res else {}))
+    if rope:
+        types.update(COS="*bf16", SIN="*bf16", C1="*bf16", C2="*bf16", IDX="*i64")
+        types.update(B0="*bf16", B1="*bf16", B2="*bf16")
+    after = {}
+    for early in (False, True):
+        asm = compile_for_hopper(gemv._gemv_kernel, types, dict(
+            CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res, ROPE=rope,
+            CACHE_MASK=cache_mask, IDX_BASE=False, BLOCK_M=1, BLOCK_N=4, BLOCK_K=256, PREFETCH=True, ACC1D=True,
+            NORM_LATE=False, BIAS_MASK=bias_mask, GELU_TANH=False, EARLY_LOADS=early), num_warps=4, num_stages=2,
+            aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
+        after[early] = _loads_after_the_k_loop(asm["ptx"])
+    assert len(after[False]) >= (1 if res else 4) and after[True] == [], after
 
 
 def attention_types(dtype: str, scale: str = "fp32") -> dict:

@@ -490,3 +490,58 @@ def test_autotuner_offers_both_m1_loops_and_the_plain_one_alone():
     assert forms(gemv._gemv_m1[False]) == {(False, False)}
     assert forms(gemv._gemv_m16) == {(False, False)}
     assert len(gemv._gemv_m1[True].configs) == 2 * len(gemv._gemv_m1[False].configs) + 7
+
+
+@kernel_test
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("form", ["o+residual", "qkv+bias+rope", "qkv+bias+rope+kv_write", "gate_up+gelu_tanh"])
+def test_early_epilogue_loads_compute_the_same(dtype, form, monkeypatch):
+    """FUSION_PASSES_GEMV_EPILOGUE_LOADS=early loads the residual, biases and cos / sin before the K loop: the
+    same values, bit for bit, as loading them after it (and what the M = 1 launch reads: the flag reaches it)."""
+    from fusion_passes.kernels import gemv_table
+
+    torch.manual_seed(0)
+    k, d, widths = 96, 16, (64, 32, 32)
+    x = torch.randn(1, k, dtype=dtype, device=DEVICE)
+    ws = [(torch.randn(n, k, dtype=dtype, device=DEVICE) / k**0.5) for n in widths]
+    nw = torch.rand(k, dtype=dtype, device=DEVICE) + 0.5
+    bs = [torch.randn(n, dtype=dtype, device=DEVICE) for n in widths]
+    angle = torch.rand(1, d // 2, device=DEVICE) * 6
+    cos, sin = (f(torch.cat([angle, angle], -1)).to(dtype) for f in (torch.cos, torch.sin))
+    residual = torch.randn(1, widths[0], dtype=dtype, device=DEVICE)
+    launched, kernel = [], gemv._gemv_kernel
+
+    class Spy:  # the interpreter launches gemv._gemv_kernel itself: record the flag each launch got
+        def __getitem__(self, grid):
+            def launch(*args, **meta):
+                launched.append(meta["EARLY_LOADS"])
+                return kernel[grid](*args, **meta)
+
+            return launch
+
+    if DEVICE == "cpu":
+        monkeypatch.setattr(gemv, "_gemv_kernel", Spy())
+
+    def run():
+        if form == "o+residual":
+            return [torch.ops.fusion_passes.decode_gemv(x, ws[0], None, None, None, 1e-6, 0.0, True, residual, False)]
+        if form == "gate_up+gelu_tanh":
+            return [torch.ops.fusion_passes.decode_gemv(x, ws[1], ws[2], None, nw, 1e-6, 0.0, True, None, True,
+                                                        None, None, 0, 0, None, None, None, True)]
+        if form == "qkv+bias+rope":
+            return [torch.ops.fusion_passes.decode_gemv(x, *ws, nw, 1e-6, 0.0, True, None, False, cos, sin, d, 2,
+                                                        *bs)]
+        caches = [torch.zeros(1, 2, 8, d, dtype=dtype, device=DEVICE) for _ in range(2)]
+        y = torch.ops.fusion_passes.decode_gemv_kv_write(x, *ws, nw, 1e-6, 0.0, True, cos, sin, d, 2, None, *caches,
+                                                         torch.tensor([3], device=DEVICE), False, *bs)
+        return [y, *caches]
+
+    outs = {}
+    for policy in ("late", "early"):
+        monkeypatch.setenv(gemv_table.EPILOGUE_LOADS_POLICY_ENV, policy)
+        outs[policy] = run()
+    if DEVICE == "cpu":
+        assert launched[0] is False and launched[-1] is True
+    for late, early in zip(outs["late"], outs["early"]):
+        assert torch.equal(late, early)
+    assert outs["late"][0].abs().max() > 0
