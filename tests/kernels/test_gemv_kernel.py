@@ -476,6 +476,9 @@ def test_table_entries_are_launchable_tiles():
             assert v & (v - 1) == 0
         assert bk <= k and isinstance(prefetch, bool) and 1 <= stages <= 4
         assert acc1d in ([], [True], [False])
+    # a shape taken from cuBLAS runs the config it was measured with, never one autotuned on L2-hot weights
+    for key, (ours, cublas) in gemv_table.BEATS_CUBLAS.items():
+        assert key in gemv_table.TABLE and ours < cublas, key
 
 
 @pytest.mark.autotuners
