@@ -154,9 +154,10 @@ def test_gemv_chain_bench_tiny_cpu(tmp_path):
 
     out = tmp_path / "chain.json"
     assert bench_gemv_chain.main(["--tiny", "--out", str(out), "--variants", "cublas", "ours", "ours-noprefetch",
-                                  "ours-late", "ours-early", "read"]) == 0
+                                  "ours-late", "ours-early", "ours-fast", "read"]) == 0
     recs = json.loads(out.read_text())["records"]
-    assert [r["variant"] for r in recs] == ["cublas", "ours", "ours-noprefetch", "ours-late", "ours-early", "read"]
+    assert [r["variant"] for r in recs] == ["cublas", "ours", "ours-noprefetch", "ours-late", "ours-early", "ours-fast",
+                                            "read"]
     assert all(r["ms"] > 0 and r["weight_gb"] >= 0 for r in recs)
     assert bench_gemv_chain.weight_bytes(bench_gemv_chain.make_weights(bench_e2e.CONFIGS["tiny"], "cpu",
                                                                        torch.float32)) == 4 * (2 * (
@@ -235,8 +236,8 @@ def test_inline_variant_combines_with_rope_and_unknown_suffixes_are_refused(monk
         assert gemv_table.norm_policy() == "late"
     assert gemv_table.norm_policy() == "exact"
     monkeypatch.delenv(gemv_table.EPILOGUE_LOADS_POLICY_ENV, raising=False)
-    with bench_e2e.variant_env("fusion_passes+early+graphstep"):
-        assert gemv_table.epilogue_loads_policy() == "early"
+    with bench_e2e.variant_env("fusion_passes+early+normrow+graphstep"):
+        assert gemv_table.epilogue_loads_policy() == "early" and gemv_table.norm_policy() == "row"
     assert gemv_table.epilogue_loads_policy() == "late"
     with pytest.raises(ValueError, match="stock takes only combo"):
         bench_e2e.make_variant(torch.nn.Linear(2, 2), "stock+kv")

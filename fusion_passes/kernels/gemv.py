@@ -42,6 +42,10 @@ per row, moves after the dot. It does not round where eager rounds (within bf16 
 
     y = ((x * (norm_weight + norm_offset)) @ W_0.T) * rsqrt(mean(x**2) + eps)      all in fp32, then -> T
 
+The exact form's prologue reads the row in BLOCK_K tiles, one L2 round trip each, one after the other (nothing
+pipelines that loop), before most programs stream any weight. ``FUSION_PASSES_GEMV_NORM=row`` (M = 1, K <= 16384;
+off by default until measured) loads the whole row at once (NORM_BLOCK): the same math, one round trip.
+
 With EARLY_LOADS (M = 1 only, ``FUSION_PASSES_GEMV_EPILOGUE_LOADS=early``; off by default until measured) the
 epilogue's operands (residual, biases, cos / sin: a few values per program) are loaded before the K loop, so their
 round trip to memory overlaps the weight stream instead of ending every program; the cache positions always are.
@@ -231,6 +235,7 @@ if triton is not None:
         ACC1D: tl.constexpr,  # M = 1 only: reduce each tile into [BLOCK_N] (registers for one tile, not two)
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
         EARLY_LOADS: tl.constexpr,  # M = 1 only: the epilogue's operands loaded before the K loop, not after it
+        NORM_BLOCK: tl.constexpr,  # the norm prologue's tile (a power of 2 >= K: the row in one load); 0: BLOCK_K
     ):
         T = X.dtype.element_ty
         PRECISION: tl.constexpr = "ieee" if IEEE_F32 else None  # None: Triton's default (TF32 for fp32)
@@ -293,12 +298,14 @@ if triton is not None:
         if HAS_NORM and NORM_LATE:
             ss1 = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
         elif HAS_NORM:  # per-row 1/rms over the whole row (the row is small and L2-resident)
+            # each trip of this loop waits for its load (nothing pipelines it): K / NB round trips to L2
+            NB: tl.constexpr = NORM_BLOCK if NORM_BLOCK > 0 else BLOCK_K
             if BLOCK_M == 1:  # squares summed per lane, one cross-warp reduction at the end (not one per tile)
-                ss1 = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
+                ss1 = tl.zeros([BLOCK_M, NB], dtype=tl.float32)
             else:
                 ss = tl.zeros([BLOCK_M], dtype=tl.float32)
-            for k0 in range(0, K, BLOCK_K):
-                rk = k0 + tl.arange(0, BLOCK_K)
+            for k0 in range(0, K, NB):
+                rk = k0 + tl.arange(0, NB)
                 xk = tl.load(X + rm[:, None] * stride_x + rk[None, :], mask=m_ok[:, None] & (rk[None, :] < K), other=0.0)
                 xk = xk.to(tl.float32)
                 if BLOCK_M == 1:
@@ -418,7 +425,7 @@ if triton is not None:
     # One autotuner per M tile (configs differ); both run the same kernel. Not prune_configs_by: Inductor's
     # support for user-defined autotuned kernels does not cover every pruning hook.
     _KEY = ["K", "N0", "N1", "N2", "CONCAT_W", "HAS_NORM", "NORM_LATE", "SILU_MUL", "GELU_TANH", "HAS_RES",
-            "BIAS_MASK", "ROPE", "CACHE_MASK", "IEEE_F32", "EARLY_LOADS"]
+            "BIAS_MASK", "ROPE", "CACHE_MASK", "IEEE_F32", "EARLY_LOADS", "NORM_BLOCK"]
     _gemv_m1 = {p: triton.autotune(configs=_configs(dot=False, prefetch=p), key=_KEY)(_gemv_kernel)
                 for p in (False, True)}  # keyed by "may prefetch"; the benchmarks time both
     _gemv_m16 = triton.autotune(configs=_configs(dot=True), key=_KEY)(_gemv_kernel)
@@ -460,6 +467,17 @@ def _block_m(m: int) -> int:
     return 1 if m == 1 else 16
 
 
+ROW_NORM_MAX_K = 16384  # the row-at-once prologue holds K / (32 * num_warps) fp32 values per thread
+
+
+def _norm_block(m: int, k: int, has_norm: bool) -> int:
+    """The norm prologue's tile: the whole row (``FUSION_PASSES_GEMV_NORM=row``, M = 1, K <= ROW_NORM_MAX_K), else
+    0 (the main loop's BLOCK_K)."""
+    if has_norm and _block_m(int(m)) == 1 and k <= ROW_NORM_MAX_K and gemv_table.norm_policy() == "row":
+        return triton.next_power_of_2(k)
+    return 0
+
+
 def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y,
             rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0, prefetch: Optional[bool] = None,
             caches=(None, None, None), cache_index=None, index_base: bool = False,
@@ -482,6 +500,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         HAS_NORM=norm_weight is not None,
         NORM_LATE=norm_weight is not None and _block_m(int(m)) == 1 and gemv_table.norm_policy() == "late",
         EARLY_LOADS=_block_m(int(m)) == 1 and gemv_table.epilogue_loads_policy() == "early",
+        NORM_BLOCK=_norm_block(m, k, norm_weight is not None),
         NORM_CAST=norm_cast,
         NORM_OFFSET=norm_offset != 0.0,
         SILU_MUL=silu_mul,

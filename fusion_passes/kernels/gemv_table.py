@@ -15,7 +15,8 @@ always runs a fixed config (``KV_FALLBACK``). ``FUSION_PASSES_GEMV_TABLE=off`` a
 ``FUSION_PASSES_GEMV_NORM=late`` (default ``exact``) runs the M = 1 launches with a norm in the kernel's late-norm
 form (``gemv``'s module doc): no prologue pass over the input, not eager's roundings; for measuring it. On the
 H200 it measured slower (session 14, ``gemv_chain_normlate_*.json``: 1B chain 0.767 vs 0.729 ms, 8B 3.891 vs
-3.755 ms; its q/k/v gain, gate/up and the lm_head lose more).
+3.755 ms; its q/k/v gain, gate/up and the lm_head lose more). ``=row`` keeps the exact form but loads the row
+for the norm in one request instead of K / BLOCK_K (``gemv``'s module doc); not measured yet.
 
 ``FUSION_PASSES_GEMV_EPILOGUE_LOADS=early`` (default ``late``) makes the M = 1 launches load the epilogue's operands
 (residual, biases, cos / sin) before the K loop (``gemv``'s module doc); bit-identical results, not measured yet.
@@ -28,7 +29,7 @@ from typing import Optional
 POLICY_ENV = "FUSION_PASSES_GEMV_TABLE"
 POLICIES = ("on", "off")
 NORM_POLICY_ENV = "FUSION_PASSES_GEMV_NORM"
-NORM_POLICIES = ("exact", "late")
+NORM_POLICIES = ("exact", "late", "row")
 EPILOGUE_LOADS_POLICY_ENV = "FUSION_PASSES_GEMV_EPILOGUE_LOADS"
 EPILOGUE_LOADS_POLICIES = ("late", "early")
 

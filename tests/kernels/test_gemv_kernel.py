@@ -495,6 +495,59 @@ def test_autotuner_offers_both_m1_loops_and_the_plain_one_alone():
     assert len(gemv._gemv_m1[True].configs) == 2 * len(gemv._gemv_m1[False].configs) + 7
 
 
+def _interpreted_launches(monkeypatch) -> list[dict]:
+    """The constexprs of every launch from here on, in the interpreter (which launches gemv._gemv_kernel itself);
+    on CUDA nothing is recorded."""
+    launched, kernel = [], gemv._gemv_kernel
+
+    class Spy:
+        def __getitem__(self, grid):
+            def launch(*args, **meta):
+                launched.append(meta)
+                return kernel[grid](*args, **meta)
+
+            return launch
+
+    if DEVICE == "cpu":
+        monkeypatch.setattr(gemv, "_gemv_kernel", Spy())
+    return launched
+
+
+@kernel_test
+@pytest.mark.parametrize("case", ["qkv_gqa", "lm_head", "gate_up"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_row_norm_prologue(case, dtype, monkeypatch):
+    """FUSION_PASSES_GEMV_NORM=row: an M = 1 launch loads the row for its norm in one tile (NORM_BLOCK, a power of
+    2 >= K; K = 96 here, so its mask is exercised) and computes the exact form's result, eager's roundings
+    included; the 16-row tile keeps the BLOCK_K loop."""
+    from fusion_passes.kernels import gemv_table
+
+    widths, mode = CASES[case]
+    torch.manual_seed(0)
+    k = 96
+    ws = [(torch.randn(n, k, dtype=dtype, device=DEVICE) / k**0.5) for n in widths]
+    nw = torch.rand(k, dtype=dtype, device=DEVICE) + 0.5
+    w3 = ws + [None] * (3 - len(ws))
+    rows = torch.randn(3, k, dtype=dtype, device=DEVICE)
+    launched = _interpreted_launches(monkeypatch)
+    outs = {}
+    for policy in ("exact", "row"):
+        monkeypatch.setenv(gemv_table.NORM_POLICY_ENV, policy)
+        outs[policy] = [torch.ops.fusion_passes.decode_gemv(x, w3[0], w3[1], w3[2], nw, 1e-6, 0.0, True, None,
+                                                            mode == "silu")
+                        for x in (rows[:1], rows if dtype != torch.bfloat16 or DEVICE == "cuda" else None)
+                        if x is not None]
+    if DEVICE == "cpu":
+        assert [m["NORM_BLOCK"] for m in launched] == [0] * len(outs["exact"]) + [128] + [0] * (len(outs["row"]) - 1)
+    # the exact form's math (checked against eager's roundings elsewhere): only the fp32 sum of squares' order
+    # differs, so a bf16 rounding may flip (one ulp of g and of u in silu(g) * u); a prologue that missed part of
+    # the row or read past it would be off by far more
+    got, exact = outs["row"][0].double(), outs["exact"][0].double()
+    assert (got - exact).abs().max().item() <= TOL[dtype] * exact.abs().max().item()
+    if len(outs["row"]) == 2:
+        assert torch.equal(outs["row"][1], outs["exact"][1])
+
+
 @kernel_test
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("form", ["o+residual", "qkv+bias+rope", "qkv+bias+rope+kv_write", "gate_up+gelu_tanh"])
@@ -512,18 +565,7 @@ def test_early_epilogue_loads_compute_the_same(dtype, form, monkeypatch):
     angle = torch.rand(1, d // 2, device=DEVICE) * 6
     cos, sin = (f(torch.cat([angle, angle], -1)).to(dtype) for f in (torch.cos, torch.sin))
     residual = torch.randn(1, widths[0], dtype=dtype, device=DEVICE)
-    launched, kernel = [], gemv._gemv_kernel
-
-    class Spy:  # the interpreter launches gemv._gemv_kernel itself: record the flag each launch got
-        def __getitem__(self, grid):
-            def launch(*args, **meta):
-                launched.append(meta["EARLY_LOADS"])
-                return kernel[grid](*args, **meta)
-
-            return launch
-
-    if DEVICE == "cpu":
-        monkeypatch.setattr(gemv, "_gemv_kernel", Spy())
+    launched = _interpreted_launches(monkeypatch)
 
     def run():
         if form == "o+residual":
@@ -544,7 +586,7 @@ def test_early_epilogue_loads_compute_the_same(dtype, form, monkeypatch):
         monkeypatch.setenv(gemv_table.EPILOGUE_LOADS_POLICY_ENV, policy)
         outs[policy] = run()
     if DEVICE == "cpu":
-        assert launched[0] is False and launched[-1] is True
+        assert launched[0]["EARLY_LOADS"] is False and launched[-1]["EARLY_LOADS"] is True
     for late, early in zip(outs["late"], outs["early"]):
         assert torch.equal(late, early)
     assert outs["late"][0].abs().max() > 0
