@@ -14,7 +14,8 @@ RESULTS = os.path.join(os.path.dirname(__file__), "results")
 
 
 def environment(device: str) -> dict:
-    """Device, torch, triton and transformers versions, stored with every results file."""
+    """Device, torch, triton and transformers versions, stored with every results file, and the FUSION_PASSES_*
+    settings the run was started with (a variant's own settings are in its records)."""
     env = {"device": torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "cpu",
            "torch": torch.__version__, "python": platform.python_version()}
     for mod in ("triton", "transformers"):
@@ -22,6 +23,8 @@ def environment(device: str) -> dict:
             env[mod] = __import__(mod).__version__
         except Exception:  # noqa: BLE001 - optional package
             env[mod] = None
+    env["settings"] = {k: v for k, v in sorted(os.environ.items())
+                       if k.startswith("FUSION_PASSES_") and k != "FUSION_PASSES_RAISE"}
     return env
 
 

@@ -263,6 +263,16 @@ def test_save_records_merges_and_never_truncates_on_failure(tmp_path, monkeypatc
     assert Path(path).read_text() == before
 
 
+def test_results_record_the_settings_the_run_started_with(monkeypatch):
+    """A run started with FUSION_PASSES_GEMV_NORM=row says so in its results file (the tests' own raise switch
+    is not a setting of what was measured)."""
+    import common
+
+    monkeypatch.setenv("FUSION_PASSES_GEMV_NORM", "row")
+    settings = common.environment("cpu")["settings"]
+    assert settings["FUSION_PASSES_GEMV_NORM"] == "row" and "FUSION_PASSES_RAISE" not in settings
+
+
 def test_gemv_chain_qkv_forms_rotate_and_store_as_the_step_does():
     """--qkv-form: rope rotates q and k (the chain's output changes), kv also stores k and v at the cache position
     (the output does not change again) and nowhere else."""
