@@ -43,7 +43,7 @@ per row, moves after the dot. It does not round where eager rounds (within bf16 
     y = ((x * (norm_weight + norm_offset)) @ W_0.T) * rsqrt(mean(x**2) + eps)      all in fp32, then -> T
 
 The exact form's prologue reads the row in BLOCK_K tiles, one L2 round trip each, one after the other (nothing
-pipelines that loop), before most programs stream any weight. ``FUSION_PASSES_GEMV_NORM=row`` (M = 1, K <= 16384;
+pipelines that loop), before most programs stream any weight. ``FUSION_PASSES_GEMV_NORM=row`` (M = 1, K <= 8192;
 off by default until measured) loads the whole row at once (NORM_BLOCK): the same math, one round trip.
 
 With EARLY_LOADS (M = 1 only, ``FUSION_PASSES_GEMV_EPILOGUE_LOADS=early``; off by default until measured) the
@@ -467,7 +467,9 @@ def _block_m(m: int) -> int:
     return 1 if m == 1 else 16
 
 
-ROW_NORM_MAX_K = 16384  # the row-at-once prologue holds K / (32 * num_warps) fp32 values per thread
+# The row-at-once prologue holds K / (32 * num_warps) values per thread. ptxas for sm_90 (the 8B q/k/v's kv-form
+# config, 4 warps): 160 registers up to a 8192-wide row, as with the tiled prologue; 254 at 16384.
+ROW_NORM_MAX_K = 8192
 
 
 def _norm_block(m: int, k: int, has_norm: bool) -> int:

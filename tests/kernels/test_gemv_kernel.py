@@ -590,3 +590,18 @@ def test_early_epilogue_loads_compute_the_same(dtype, form, monkeypatch):
     for late, early in zip(outs["late"], outs["early"]):
         assert torch.equal(late, early)
     assert outs["late"][0].abs().max() > 0
+
+
+@pytest.mark.skipif(not gemv.HAS_TRITON, reason="needs triton")
+def test_row_norm_prologue_only_where_the_row_fits(monkeypatch):
+    """NORM_BLOCK: the row's power of 2 at M = 1 with a norm and K <= ROW_NORM_MAX_K (past it the prologue would
+    take most of the registers), with FUSION_PASSES_GEMV_NORM=row only."""
+    from fusion_passes.kernels import gemv_table
+
+    monkeypatch.setenv(gemv_table.NORM_POLICY_ENV, "row")
+    assert gemv._norm_block(1, 96, True) == 128 and gemv._norm_block(1, 4096, True) == 4096
+    assert gemv._norm_block(1, gemv.ROW_NORM_MAX_K, True) == gemv.ROW_NORM_MAX_K
+    assert gemv._norm_block(1, gemv.ROW_NORM_MAX_K + 1, True) == 0
+    assert gemv._norm_block(3, 96, True) == 0 and gemv._norm_block(1, 96, False) == 0
+    monkeypatch.setenv(gemv_table.NORM_POLICY_ENV, "exact")
+    assert gemv._norm_block(1, 96, True) == 0
