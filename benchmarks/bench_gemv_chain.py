@@ -18,8 +18,8 @@ CUDA graph: ``cublas`` (the GEMMs alone, ``x @ W.T`` per weight, nothing fused: 
 path), ``ours`` (decode_gemv as shipped: ``gemv_table``'s measured configs for the shapes it lists, the autotuner
 for the rest), ``ours-noprefetch`` (autotuned, its M = 1 loop without the next-tile prefetch), ``ours-late``
 (as ``ours``, with ``FUSION_PASSES_GEMV_NORM=late``: the norms' 1/rms applied after the dot), ``ours-early`` (as
-``ours``, with ``FUSION_PASSES_GEMV_EPILOGUE_LOADS=early``: residual, biases and cos / sin loaded before the K
-loop), ``ours-row`` (as ``ours``, with ``FUSION_PASSES_GEMV_NORM=row``: the norm's row loaded at once), ``ours-fast``
+``ours``, with ``FUSION_PASSES_GEMV_EPILOGUE_LOADS=early``: the o / down residual loaded before the K loop),
+``ours-row`` (as ``ours``, with ``FUSION_PASSES_GEMV_NORM=row``: the norm's row loaded at once), ``ours-fast``
 (both) and ``read`` (each
 GEMV replaced by a kernel that only reads the same weights: the floor for kernels of these sizes, launch and ramp-up
 included). (A variant launching ours with programmatic dependent launch was measured on the

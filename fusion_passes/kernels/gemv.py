@@ -47,8 +47,9 @@ pipelines that loop), before most programs stream any weight. ``FUSION_PASSES_GE
 off by default until measured) loads the whole row at once (NORM_BLOCK): the same math, one round trip.
 
 With EARLY_LOADS (M = 1 only, ``FUSION_PASSES_GEMV_EPILOGUE_LOADS=early``; off by default until measured) the
-epilogue's operands (residual, biases, cos / sin: a few values per program) are loaded before the K loop, so their
-round trip to memory overlaps the weight stream instead of ending every program; the cache positions always are.
+residual (the o and down projections' epilogue operand) is loaded before the K loop, so its round trip to memory
+overlaps the weight stream instead of ending every program, as the cache positions' always does. RoPE's cos / sin
+and the biases stay after the loop: held across it they cost the q/k/v configs registers, and programs per SM.
 
 Tile sizes are autotuned per shape.
 
@@ -234,7 +235,7 @@ if triton is not None:
         PREFETCH: tl.constexpr,  # M = 1 only: load the next K tile while reducing this one
         ACC1D: tl.constexpr,  # M = 1 only: reduce each tile into [BLOCK_N] (registers for one tile, not two)
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
-        EARLY_LOADS: tl.constexpr,  # M = 1 only: the epilogue's operands loaded before the K loop, not after it
+        EARLY_LOADS: tl.constexpr,  # M = 1 only: the residual loaded before the K loop, not after it
         NORM_BLOCK: tl.constexpr,  # the norm prologue's tile (a power of 2 >= K: the row in one load); 0: BLOCK_K
     ):
         T = X.dtype.element_ty
@@ -292,9 +293,11 @@ if triton is not None:
         if PREFETCH:  # the first weight tile is requested before the norm prologue, so HBM starts streaming at once
             x, w, u = _load_tile(X, w_rows, w_rows2, rm, m_ok, n_ok, 0, K, stride_x, TWO, BLOCK_K)
         out_mask = m_ok[:, None] & n_ok[None, :]
-        if EARLY_LOADS:  # their round trip overlaps the weight stream instead of ending every program
-            bias, bias2, r, c1, s1, c2, s2 = _epilogue_operands(R, COS, SIN, b_ptr, rm, rn, rj, half, n_ok, out_mask,
-                                                                w_idx, stride_r, stride_cs, HAS_RES, ROPE, BIAS_MASK)
+        if EARLY_LOADS:  # its round trip overlaps the weight stream instead of ending every program
+            # (cos / sin and biases stay late: held across the loop they cost the q/k/v configs 27-45 registers
+            # per thread in ptxas for sm_90, one program fewer per SM)
+            _, _, r, _, _, _, _ = _epilogue_operands(R, COS, SIN, b_ptr, rm, rn, rj, half, n_ok, out_mask, w_idx,
+                                                     stride_r, stride_cs, HAS_RES, False, 0)
         if HAS_NORM and NORM_LATE:
             ss1 = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
         elif HAS_NORM:  # per-row 1/rms over the whole row (the row is small and L2-resident)
@@ -386,7 +389,10 @@ if triton is not None:
             y = y * rstd[:, None]
             if TWO:
                 y_u = y_u * rstd[:, None]
-        if not EARLY_LOADS:
+        if EARLY_LOADS:
+            bias, bias2, _, c1, s1, c2, s2 = _epilogue_operands(R, COS, SIN, b_ptr, rm, rn, rj, half, n_ok, out_mask,
+                                                                w_idx, stride_r, stride_cs, False, ROPE, BIAS_MASK)
+        else:
             bias, bias2, r, c1, s1, c2, s2 = _epilogue_operands(R, COS, SIN, b_ptr, rm, rn, rj, half, n_ok, out_mask,
                                                                 w_idx, stride_r, stride_cs, HAS_RES, ROPE, BIAS_MASK)
         if BIAS_MASK:  # in fp32 before the one rounding, as addmm's epilogue

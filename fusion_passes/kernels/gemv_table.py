@@ -18,8 +18,8 @@ H200 it measured slower (session 14, ``gemv_chain_normlate_*.json``: 1B chain 0.
 3.755 ms; its q/k/v gain, gate/up and the lm_head lose more). ``=row`` keeps the exact form but loads the row
 for the norm in one request instead of K / BLOCK_K (``gemv``'s module doc); not measured yet.
 
-``FUSION_PASSES_GEMV_EPILOGUE_LOADS=early`` (default ``late``) makes the M = 1 launches load the epilogue's operands
-(residual, biases, cos / sin) before the K loop (``gemv``'s module doc); bit-identical results, not measured yet.
+``FUSION_PASSES_GEMV_EPILOGUE_LOADS=early`` (default ``late``) makes the M = 1 launches with a residual load it
+before the K loop (``gemv``'s module doc); bit-identical results, not measured yet.
 """
 
 from __future__ import annotations

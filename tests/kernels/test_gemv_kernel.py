@@ -552,8 +552,8 @@ def test_row_norm_prologue(case, dtype, monkeypatch):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("form", ["o+residual", "qkv+bias+rope", "qkv+bias+rope+kv_write", "gate_up+gelu_tanh"])
 def test_early_epilogue_loads_compute_the_same(dtype, form, monkeypatch):
-    """FUSION_PASSES_GEMV_EPILOGUE_LOADS=early loads the residual, biases and cos / sin before the K loop: the
-    same values, bit for bit, as loading them after it (and what the M = 1 launch reads: the flag reaches it)."""
+    """FUSION_PASSES_GEMV_EPILOGUE_LOADS=early loads the residual before the K loop: the same values, bit for bit,
+    as loading it after it, and the other epilogues unchanged (the flag reaches the M = 1 launch)."""
     from fusion_passes.kernels import gemv_table
 
     torch.manual_seed(0)
