@@ -31,6 +31,7 @@
 #   bash benchmarks/run_gpu.sh code [eager|sdpa]  # Inductor's kernels for one 1B decode step and the nodes each computes
 #   bash benchmarks/run_gpu.sh profile_kv    # per-kernel profile of the 1B decode step, ours vs ours+kv
 #   bash benchmarks/run_gpu.sh configs [llama-1b|llama-8b]  # every M = 1 GEMV config per linear, weights from HBM
+#                                 # (under a setting: FUSION_PASSES_GEMV_NORM=row bash ...; the JSON records it)
 #   bash benchmarks/run_gpu.sh generate [model] [attn]  # greedy generation: HF generate variants vs the graphed loop
 #   bash benchmarks/run_gpu.sh graphs [model] [attn]  # decode: stock vs ours under trees, static graphs, graphed step
 #   bash benchmarks/run_gpu.sh final [model] [attn] [variants...]  # decode with CUDA graphs: stock vs ours vs ours
