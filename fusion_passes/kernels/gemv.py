@@ -292,12 +292,12 @@ if triton is not None:
             pos = _cache_positions(IDX, rm, seq_len, cache_len, IDX_BASE)
         if PREFETCH:  # the first weight tile is requested before the norm prologue, so HBM starts streaming at once
             x, w, u = _load_tile(X, w_rows, w_rows2, rm, m_ok, n_ok, 0, K, stride_x, TWO, BLOCK_K)
-        out_mask = m_ok[:, None] & n_ok[None, :]
         if EARLY_LOADS:  # its round trip overlaps the weight stream instead of ending every program
             # (cos / sin and biases stay late: held across the loop they cost the q/k/v configs 27-45 registers
             # per thread in ptxas for sm_90, one program fewer per SM)
-            _, _, r, _, _, _, _ = _epilogue_operands(R, COS, SIN, b_ptr, rm, rn, rj, half, n_ok, out_mask, w_idx,
-                                                     stride_r, stride_cs, HAS_RES, False, 0)
+            _, _, r, _, _, _, _ = _epilogue_operands(R, COS, SIN, b_ptr, rm, rn, rj, half, n_ok,
+                                                     m_ok[:, None] & n_ok[None, :], w_idx, stride_r, stride_cs,
+                                                     HAS_RES, False, 0)
         if HAS_NORM and NORM_LATE:
             ss1 = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
         elif HAS_NORM:  # per-row 1/rms over the whole row (the row is small and L2-resident)
@@ -389,6 +389,7 @@ if triton is not None:
             y = y * rstd[:, None]
             if TWO:
                 y_u = y_u * rstd[:, None]
+        out_mask = m_ok[:, None] & n_ok[None, :]
         if EARLY_LOADS:
             bias, bias2, _, c1, s1, c2, s2 = _epilogue_operands(R, COS, SIN, b_ptr, rm, rn, rj, half, n_ok, out_mask,
                                                                 w_idx, stride_r, stride_cs, False, ROPE, BIAS_MASK)
