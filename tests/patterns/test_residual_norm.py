@@ -11,7 +11,7 @@ from torch import nn
 
 from fusion_passes import records, zoo
 from fusion_passes.patterns import residual_norm
-from tests.conftest import apply_family, compile_with_records, post_grad_like
+from tests.conftest import apply_family, assert_kernels_get_every_parameter, compile_with_records, post_grad_like
 
 NAME = "residual_norm"
 TOL = {torch.float32: 1e-5, torch.bfloat16: 1.6e-2, torch.float16: 2e-3}
@@ -267,6 +267,7 @@ def test_cuda_rewrite_inlines_triton_kernel():
     assert kw["BLOCK"] == 4096 and kw["N"] == 4096 and kw["eps"] == 1e-5
     assert isinstance(kw["M"], torch.fx.Node)  # rows stay symbolic
     assert kernel.kwargs["tensors_to_clone"] == ["H", "Y"]  # x, residual, weight are never copied
+    assert_kernels_get_every_parameter(gm.graph)
     assert not mode.shape_env.guards
     targets = {str(n.target) for n in gm.graph.nodes}
     assert not any(op in t for t in targets for op in ("rsqrt", "pow", "mean", "add.Tensor"))
