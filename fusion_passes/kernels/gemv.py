@@ -140,27 +140,9 @@ if triton is not None:
         return tl.where(pos < 0, pos + cache_len, pos)
 
     @triton.jit
-    def _epilogue_operands(R, COS, SIN, b_ptr, rm, rn, rj, half, n_ok, out_mask, w_idx, stride_r, stride_cs,
-                           HAS_RES: tl.constexpr, ROPE: tl.constexpr, BIAS_MASK: tl.constexpr):
-        """What the epilogue reads besides the accumulators: the biases of columns rn (and rn + half with ROPE),
-        the residual [BLOCK_M, BLOCK_N] and the rotation's cos / sin of columns rj and rj + half, in fp32 (0.0 for
-        what the launch does not have)."""
-        bias, bias2, r, c1, s1, c2, s2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-        if BIAS_MASK:
-            # bit w_idx of the mask, as a [BLOCK_N] vector (the interpreter mis-broadcasts a scalar bool in a mask)
-            b_ok = n_ok & ((rn * 0 + (BIAS_MASK >> w_idx)) % 2 == 1)
-            bias = tl.load(b_ptr + rn, mask=b_ok, other=0.0).to(tl.float32)[None, :]
-            if ROPE:
-                bias2 = tl.load(b_ptr + rn + half, mask=b_ok, other=0.0).to(tl.float32)[None, :]
-        if HAS_RES:
-            r = tl.load(R + rm[:, None] * stride_r + rn[None, :], mask=out_mask, other=0.0).to(tl.float32)
-        if ROPE:
-            cs = rm[:, None] * stride_cs + rj[None, :]
-            c1 = tl.load(COS + cs, mask=out_mask, other=0.0).to(tl.float32)
-            s1 = tl.load(SIN + cs, mask=out_mask, other=0.0).to(tl.float32)
-            c2 = tl.load(COS + cs + half, mask=out_mask, other=0.0).to(tl.float32)
-            s2 = tl.load(SIN + cs + half, mask=out_mask, other=0.0).to(tl.float32)
-        return bias, bias2, r, c1, s1, c2, s2
+    def _load_residual(R, rm, rn, mask, stride_r):
+        """The residual's [BLOCK_M, BLOCK_N] tile of rows rm, columns rn, in fp32."""
+        return tl.load(R + rm[:, None] * stride_r + rn[None, :], mask=mask, other=0.0).to(tl.float32)
 
     @triton.jit
     def _store_cache_rows(C0, C1, C2, pos, y, cols, w_idx, rm, mask, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l,
@@ -271,8 +253,6 @@ if triton is not None:
         rm = tl.arange(0, BLOCK_M)
         m_ok = rm < M
         rn = blk * BLOCK_N + tl.arange(0, BLOCK_N)
-        rj = rn
-        half = 0
         if ROPE:  # program column t -> the pair (j, j + h) of head t // h, j = t % h
             half = rope_dim // 2
             n_ok = rn < n_lim // 2
@@ -292,12 +272,10 @@ if triton is not None:
             pos = _cache_positions(IDX, rm, seq_len, cache_len, IDX_BASE)
         if PREFETCH:  # the first weight tile is requested before the norm prologue, so HBM starts streaming at once
             x, w, u = _load_tile(X, w_rows, w_rows2, rm, m_ok, n_ok, 0, K, stride_x, TWO, BLOCK_K)
-        if EARLY_LOADS:  # its round trip overlaps the weight stream instead of ending every program
-            # (cos / sin and biases stay late: held across the loop they cost the q/k/v configs 27-45 registers
-            # per thread in ptxas for sm_90, one program fewer per SM)
-            _, _, r, _, _, _, _ = _epilogue_operands(R, COS, SIN, b_ptr, rm, rn, rj, half, n_ok,
-                                                     m_ok[:, None] & n_ok[None, :], w_idx, stride_r, stride_cs,
-                                                     HAS_RES, False, 0)
+        if EARLY_LOADS and HAS_RES:  # its round trip overlaps the weight stream instead of ending every program
+            # (not cos / sin or the biases: held across the loop they cost the q/k/v configs 27-45 registers per
+            # thread in ptxas for sm_90, one program fewer per SM)
+            r = _load_residual(R, rm, rn, m_ok[:, None] & n_ok[None, :], stride_r)
         if HAS_NORM and NORM_LATE:
             ss1 = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
         elif HAS_NORM:  # per-row 1/rms over the whole row (the row is small and L2-resident)
@@ -389,18 +367,14 @@ if triton is not None:
             y = y * rstd[:, None]
             if TWO:
                 y_u = y_u * rstd[:, None]
-        out_mask = m_ok[:, None] & n_ok[None, :]
-        if EARLY_LOADS:
-            bias, bias2, _, c1, s1, c2, s2 = _epilogue_operands(R, COS, SIN, b_ptr, rm, rn, rj, half, n_ok, out_mask,
-                                                                w_idx, stride_r, stride_cs, False, ROPE, BIAS_MASK)
-        else:
-            bias, bias2, r, c1, s1, c2, s2 = _epilogue_operands(R, COS, SIN, b_ptr, rm, rn, rj, half, n_ok, out_mask,
-                                                                w_idx, stride_r, stride_cs, HAS_RES, ROPE, BIAS_MASK)
         if BIAS_MASK:  # in fp32 before the one rounding, as addmm's epilogue
-            y = y + bias
+            # bit w_idx of the mask, as a [BLOCK_N] vector (the interpreter mis-broadcasts a scalar bool in a mask)
+            b_ok = n_ok & ((rn * 0 + (BIAS_MASK >> w_idx)) % 2 == 1)
+            y = y + tl.load(b_ptr + rn, mask=b_ok, other=0.0).to(tl.float32)[None, :]
             if ROPE:
-                y_u = y_u + bias2
+                y_u = y_u + tl.load(b_ptr + rn + half, mask=b_ok, other=0.0).to(tl.float32)[None, :]
         y = y.to(T)  # the GEMM's output dtype, as eager rounds it
+        out_mask = m_ok[:, None] & n_ok[None, :]
         if SILU_MUL:
             g = y.to(tl.float32)
             if GELU_TANH:  # tanh(z) = 1 - 2 / (exp(2z) + 1): exact at both infinities, no libdevice
@@ -410,9 +384,16 @@ if triton is not None:
                 s = (g / (1.0 + tl.exp(-g))).to(T)
             y = (s.to(tl.float32) * y_u.to(T).to(tl.float32)).to(T)
         if HAS_RES:
+            if not EARLY_LOADS:
+                r = _load_residual(R, rm, rn, out_mask, stride_r)
             y = (y.to(tl.float32) + r).to(T)
         if ROPE:
             y2 = y_u.to(T)  # the pair's other half: columns j + h
+            cs = rm[:, None] * stride_cs + rj[None, :]
+            c1 = tl.load(COS + cs, mask=out_mask, other=0.0).to(tl.float32)
+            s1 = tl.load(SIN + cs, mask=out_mask, other=0.0).to(tl.float32)
+            c2 = tl.load(COS + cs + half, mask=out_mask, other=0.0).to(tl.float32)
+            s2 = tl.load(SIN + cs + half, mask=out_mask, other=0.0).to(tl.float32)
             a, b = y.to(tl.float32), y2.to(tl.float32)
             ra = ((a * c1).to(T).to(tl.float32) + (-b * s1).to(T).to(tl.float32)).to(T)
             rb = ((b * c2).to(T).to(tl.float32) + (a * s2).to(T).to(tl.float32)).to(T)
