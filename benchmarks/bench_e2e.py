@@ -164,9 +164,7 @@ def forced_policies(variant: str) -> dict[str, str]:
         "table": (gemv_table.POLICY_ENV, "on"),  # M = 1 GEMVs run gemv_table's measured configs (the default)
         "notable": (gemv_table.POLICY_ENV, "off"),  # ... or are autotuned in place
         "normlate": (gemv_table.NORM_POLICY_ENV, "late"),  # M = 1 GEMVs with a norm: 1/rms after the dot
-        "normrow": (gemv_table.NORM_POLICY_ENV, "row"),  # ... or the exact form, the row for the norm loaded at once
         "l2pf": (attention_sdpa.PREFETCH_POLICY_ENV, "on"),  # decode attention requests the o-proj weight into L2
-        "early": (gemv_table.EPILOGUE_LOADS_POLICY_ENV, "early"),  # M = 1 GEMVs load the residual first
     }
     name, *parts = variant.removesuffix("+cudagraphs").split("+")
     if name != "fusion_passes":

@@ -17,12 +17,11 @@ its own weights and the layers run in order, so the chain streams every byte of 
 CUDA graph: ``cublas`` (the GEMMs alone, ``x @ W.T`` per weight, nothing fused: a lower bound for the unfused
 path), ``ours`` (decode_gemv as shipped: ``gemv_table``'s measured configs for the shapes it lists, the autotuner
 for the rest), ``ours-noprefetch`` (autotuned, its M = 1 loop without the next-tile prefetch), ``ours-late``
-(as ``ours``, with ``FUSION_PASSES_GEMV_NORM=late``: the norms' 1/rms applied after the dot), ``ours-early`` (as
-``ours``, with ``FUSION_PASSES_GEMV_EPILOGUE_LOADS=early``: the o / down residual loaded before the K loop),
-``ours-row`` (as ``ours``, with ``FUSION_PASSES_GEMV_NORM=row``: the norm's row loaded at once), ``ours-fast``
-(both) and ``read`` (each
+(as ``ours``, with ``FUSION_PASSES_GEMV_NORM=late``: the norms' 1/rms applied after the dot) and ``read`` (each
 GEMV replaced by a kernel that only reads the same weights: the floor for kernels of these sizes, launch and ramp-up
-included). (A variant launching ours with programmatic dependent launch was measured on the
+included). (Session 16 measured two more forms of ours, and neither was faster, so both were dropped: the norm's row
+loaded in one tile, and the o / down residual loaded before the K loop; 1B 0.760 ms each vs 0.743, 8B 3.933 and
+3.914 vs 3.903; ``gemv_chain_early_*.json``.) (A variant launching ours with programmatic dependent launch was measured on the
 H200 and dropped: 0.814 vs 0.804 ms for llama-1b, 4.25 vs 4.32 ms for llama-8b; ``gemv_chain_*.json``. Measured
 again in session 12 with each kernel letting the next launch first thing and requesting its first weight tile before
 waiting for the kernel before it, against the same configs without PDL: 0.805 vs 0.800 ms for llama-1b, 4.245 vs
@@ -219,8 +218,7 @@ def main(argv=None) -> int:
     p.add_argument("--models", nargs="+", default=["llama-1b", "llama-8b"])
     p.add_argument("--rows", nargs="+", type=int, default=[1])
     p.add_argument("--variants", nargs="+", default=["cublas", "ours"],
-                   choices=["cublas", "ours", "ours-noprefetch", "ours-late", "ours-early", "ours-row", "ours-fast",
-                            "read"])
+                   choices=["cublas", "ours", "ours-noprefetch", "ours-late", "read"])
     p.add_argument("--qkv-form", choices=QKV_FORMS, default="kv",
                    help="ours' q/k/v GEMV: plain, + RoPE, or + RoPE and the KV-cache stores (the shipped step's; "
                         "at more than one row the chain runs rope)")
@@ -246,9 +244,7 @@ def main(argv=None) -> int:
                 prefetch = False if variant == "ours-noprefetch" else None  # None: the shipped choice
                 chains = dict(cublas=cublas_chain, read=read_chain)
                 run = chains[variant](ws, x) if variant in chains else ours_chain(ws, x, prefetch, qkv_form)
-                early, row = {gemv_table.EPILOGUE_LOADS_POLICY_ENV: "early"}, {gemv_table.NORM_POLICY_ENV: "row"}
-                policies = {"ours-late": {gemv_table.NORM_POLICY_ENV: "late"}, "ours-early": early, "ours-row": row,
-                            "ours-fast": {**early, **row}}.get(variant, {})
+                policies = {"ours-late": {gemv_table.NORM_POLICY_ENV: "late"}}.get(variant, {})
                 with env_set(policies):  # read at every launch: the warm-up and the capture
                     ms, replay = graph_ms(run, args.device)
                 rec = dict(model=model, rows=m, variant=variant,

@@ -31,7 +31,7 @@
 #   bash benchmarks/run_gpu.sh code [eager|sdpa]  # Inductor's kernels for one 1B decode step and the nodes each computes
 #   bash benchmarks/run_gpu.sh profile_kv    # per-kernel profile of the 1B decode step, ours vs ours+kv
 #   bash benchmarks/run_gpu.sh configs [llama-1b|llama-8b]  # every M = 1 GEMV config per linear, weights from HBM
-#                                 # (under a setting: FUSION_PASSES_GEMV_NORM=row bash ...; the JSON records it)
+#                                 # (under a setting: FUSION_PASSES_GEMV_NORM=late bash ...; the JSON records it)
 #   bash benchmarks/run_gpu.sh generate [model] [attn]  # greedy generation: HF generate variants vs the graphed loop
 #   bash benchmarks/run_gpu.sh graphs [model] [attn]  # decode: stock vs ours under trees, static graphs, graphed step
 #   bash benchmarks/run_gpu.sh final [model] [attn] [variants...]  # decode with CUDA graphs: stock vs ours vs ours
@@ -49,7 +49,6 @@
 #   bash benchmarks/run_gpu.sh validate4  # session 14's pad_mm undo and L2 prefetch: their GPU tests and the attention
 #                                           kernel's CUDA tests, then the 1B graphed step with / without the prefetch
 #   bash benchmarks/run_gpu.sh validate5  # every M = 1 config for Gemma's q/k/v+cache, gate/up, lm_head, Qwen2's q/k/v+cache
-#   bash benchmarks/run_gpu.sh early [model]  # GEMV_EPILOGUE_LOADS=early and GEMV_NORM=row vs the defaults: chain, step
 #   bash benchmarks/run_gpu.sh l2pf [model]  # decode with the attention kernel requesting the o-proj weight into L2
 #                                            (FUSION_PASSES_DECODE_ATTENTION_PREFETCH=on) vs without, side by side
 #   bash benchmarks/run_gpu.sh validate3  # session 14's leftovers (one call): Gemma/Qwen2 gate/up and lm_head, ours vs
@@ -263,16 +262,6 @@ case "${1:-}" in
       --out "$OUT/gemv_configs_gemma-2b_more.json" 2>&1 | grep -v Warn | tail -12
     timeout 100 python3 benchmarks/bench_gemv_configs.py --model qwen2-1.5b --linears qkv_kv \
       --out "$OUT/gemv_configs_qwen2-1.5b_kv.json" 2>&1 | grep -v Warn | tail -6 ;;
-  early)  # M = 1 GEMVs with fewer round trips: the epilogue's operands loaded before the K loop (early), the norm's
-    # row loaded at once (row), both (fast): kernel tests, the chain, the decode step
-    timeout 120 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_gemv_kernel.py -k "early or row_norm" \
-      2>&1 | tail -2
-    timeout 170 python3 benchmarks/bench_gemv_chain.py --models llama-1b llama-8b \
-      --variants ours ours-early ours-row ours-fast read --out "$OUT/gemv_chain_early.json" 2>&1 | grep -v Warn | tail -12
-    timeout 280 python3 benchmarks/bench_e2e.py --model "${2:-llama-1b}" --attn eager --workloads decode-1024 \
-      --variants fusion_passes+graphstep fusion_passes+early+normrow+graphstep fusion_passes+normrow+graphstep \
-      fusion_passes+early+graphstep --budget-s 240 --out "$OUT/e2e_decode_early_${2:-llama-1b}.json" 2>&1 \
-      | grep -v Warning | tail -6 ;;
   l2pf)  # the o-proj weight requested into L2 by the decode attention kernel: its GPU tests, then the decode step
     timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_decode_attention_kernel.py 2>&1 | tail -2
     timeout 380 python3 benchmarks/bench_e2e.py --model "${2:-llama-1b}" --attn eager --workloads decode-1024 \
@@ -281,6 +270,6 @@ case "${1:-}" in
       | grep -v Warning | tail -6 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|qwen2|arch|validate1|validate2|validate3|validate4|validate5|early|l2pf" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|qwen2|arch|validate1|validate2|validate3|validate4|validate5|l2pf" >&2
      exit 2 ;;
 esac

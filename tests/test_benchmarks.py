@@ -154,10 +154,9 @@ def test_gemv_chain_bench_tiny_cpu(tmp_path):
 
     out = tmp_path / "chain.json"
     assert bench_gemv_chain.main(["--tiny", "--out", str(out), "--variants", "cublas", "ours", "ours-noprefetch",
-                                  "ours-late", "ours-early", "ours-fast", "read"]) == 0
+                                  "ours-late", "read"]) == 0
     recs = json.loads(out.read_text())["records"]
-    assert [r["variant"] for r in recs] == ["cublas", "ours", "ours-noprefetch", "ours-late", "ours-early", "ours-fast",
-                                            "read"]
+    assert [r["variant"] for r in recs] == ["cublas", "ours", "ours-noprefetch", "ours-late", "read"]
     assert all(r["ms"] > 0 and r["weight_gb"] >= 0 for r in recs)
     assert bench_gemv_chain.weight_bytes(bench_gemv_chain.make_weights(bench_e2e.CONFIGS["tiny"], "cpu",
                                                                        torch.float32)) == 4 * (2 * (
@@ -235,10 +234,6 @@ def test_inline_variant_combines_with_rope_and_unknown_suffixes_are_refused(monk
     with bench_e2e.variant_env("fusion_passes+normlate+graphstep"):
         assert gemv_table.norm_policy() == "late"
     assert gemv_table.norm_policy() == "exact"
-    monkeypatch.delenv(gemv_table.EPILOGUE_LOADS_POLICY_ENV, raising=False)
-    with bench_e2e.variant_env("fusion_passes+early+normrow+graphstep"):
-        assert gemv_table.epilogue_loads_policy() == "early" and gemv_table.norm_policy() == "row"
-    assert gemv_table.epilogue_loads_policy() == "late"
     with pytest.raises(ValueError, match="stock takes only combo"):
         bench_e2e.make_variant(torch.nn.Linear(2, 2), "stock+kv")
     with pytest.raises(ValueError, match="unknown variant 'fusion_passes\\+inlined'"):
@@ -264,13 +259,13 @@ def test_save_records_merges_and_never_truncates_on_failure(tmp_path, monkeypatc
 
 
 def test_results_record_the_settings_the_run_started_with(monkeypatch):
-    """A run started with FUSION_PASSES_GEMV_NORM=row says so in its results file (the tests' own raise switch
+    """A run started with FUSION_PASSES_GEMV_NORM=late says so in its results file (the tests' own raise switch
     is not a setting of what was measured)."""
     import common
 
-    monkeypatch.setenv("FUSION_PASSES_GEMV_NORM", "row")
+    monkeypatch.setenv("FUSION_PASSES_GEMV_NORM", "late")
     settings = common.environment("cpu")["settings"]
-    assert settings["FUSION_PASSES_GEMV_NORM"] == "row" and "FUSION_PASSES_RAISE" not in settings
+    assert settings["FUSION_PASSES_GEMV_NORM"] == "late" and "FUSION_PASSES_RAISE" not in settings
 
 
 def test_gemv_chain_qkv_forms_rotate_and_store_as_the_step_does():

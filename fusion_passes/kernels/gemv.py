@@ -42,14 +42,10 @@ per row, moves after the dot. It does not round where eager rounds (within bf16 
 
     y = ((x * (norm_weight + norm_offset)) @ W_0.T) * rsqrt(mean(x**2) + eps)      all in fp32, then -> T
 
-The exact form's prologue reads the row in BLOCK_K tiles, one L2 round trip each, one after the other (nothing
-pipelines that loop), before most programs stream any weight. ``FUSION_PASSES_GEMV_NORM=row`` (M = 1, K <= 8192;
-off by default until measured) loads the whole row at once (NORM_BLOCK): the same math, one round trip.
-
-With EARLY_LOADS (M = 1 only, ``FUSION_PASSES_GEMV_EPILOGUE_LOADS=early``; off by default until measured) the
-residual (the o and down projections' epilogue operand) is loaded before the K loop, so its round trip to memory
-overlaps the weight stream instead of ending every program, as the cache positions' always does. RoPE's cos / sin
-and the biases stay after the loop: held across it they cost the q/k/v configs registers, and programs per SM.
+The exact form's prologue reads the row in BLOCK_K tiles, one L2 round trip each. Two ways to shorten the
+prologue and the epilogue were built and measured on the H200 in session 16, and neither was faster, so neither
+was kept (``benchmarks/results/gemv_chain_early_*.json``; 1B chain 0.743 ms as shipped, 0.760 with each): the whole
+row loaded in one tile, and the o / down residual loaded before the K loop instead of after it.
 
 Tile sizes are autotuned per shape.
 
@@ -140,11 +136,6 @@ if triton is not None:
         return tl.where(pos < 0, pos + cache_len, pos)
 
     @triton.jit
-    def _load_residual(R, rm, rn, mask, stride_r):
-        """The residual's [BLOCK_M, BLOCK_N] tile of rows rm, columns rn, in fp32."""
-        return tl.load(R + rm[:, None] * stride_r + rn[None, :], mask=mask, other=0.0).to(tl.float32)
-
-    @triton.jit
     def _store_cache_rows(C0, C1, C2, pos, y, cols, w_idx, rm, mask, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l,
                           sc_d, CACHE_MASK: tl.constexpr):
         """y [BLOCK_M, BLOCK_N] (rows rm, columns ``cols`` of output w_idx) into C_{w_idx}[b, col // HD, pos[m],
@@ -217,8 +208,6 @@ if triton is not None:
         PREFETCH: tl.constexpr,  # M = 1 only: load the next K tile while reducing this one
         ACC1D: tl.constexpr,  # M = 1 only: reduce each tile into [BLOCK_N] (registers for one tile, not two)
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
-        EARLY_LOADS: tl.constexpr,  # M = 1 only: the residual loaded before the K loop, not after it
-        NORM_BLOCK: tl.constexpr,  # the norm prologue's tile (a power of 2 >= K: the row in one load); 0: BLOCK_K
     ):
         T = X.dtype.element_ty
         PRECISION: tl.constexpr = "ieee" if IEEE_F32 else None  # None: Triton's default (TF32 for fp32)
@@ -272,21 +261,15 @@ if triton is not None:
             pos = _cache_positions(IDX, rm, seq_len, cache_len, IDX_BASE)
         if PREFETCH:  # the first weight tile is requested before the norm prologue, so HBM starts streaming at once
             x, w, u = _load_tile(X, w_rows, w_rows2, rm, m_ok, n_ok, 0, K, stride_x, TWO, BLOCK_K)
-        if EARLY_LOADS and HAS_RES:  # its round trip overlaps the weight stream instead of ending every program
-            # (not cos / sin or the biases: held across the loop they cost the q/k/v configs 27-45 registers per
-            # thread in ptxas for sm_90, one program fewer per SM)
-            r = _load_residual(R, rm, rn, m_ok[:, None] & n_ok[None, :], stride_r)
         if HAS_NORM and NORM_LATE:
             ss1 = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
         elif HAS_NORM:  # per-row 1/rms over the whole row (the row is small and L2-resident)
-            # each trip of this loop waits for its load (nothing pipelines it): K / NB round trips to L2
-            NB: tl.constexpr = NORM_BLOCK if NORM_BLOCK > 0 else BLOCK_K
             if BLOCK_M == 1:  # squares summed per lane, one cross-warp reduction at the end (not one per tile)
-                ss1 = tl.zeros([BLOCK_M, NB], dtype=tl.float32)
+                ss1 = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
             else:
                 ss = tl.zeros([BLOCK_M], dtype=tl.float32)
-            for k0 in range(0, K, NB):
-                rk = k0 + tl.arange(0, NB)
+            for k0 in range(0, K, BLOCK_K):
+                rk = k0 + tl.arange(0, BLOCK_K)
                 xk = tl.load(X + rm[:, None] * stride_x + rk[None, :], mask=m_ok[:, None] & (rk[None, :] < K), other=0.0)
                 xk = xk.to(tl.float32)
                 if BLOCK_M == 1:
@@ -384,9 +367,8 @@ if triton is not None:
                 s = (g / (1.0 + tl.exp(-g))).to(T)
             y = (s.to(tl.float32) * y_u.to(T).to(tl.float32)).to(T)
         if HAS_RES:
-            if not EARLY_LOADS:
-                r = _load_residual(R, rm, rn, out_mask, stride_r)
-            y = (y.to(tl.float32) + r).to(T)
+            r = tl.load(R + rm[:, None] * stride_r + rn[None, :], mask=out_mask, other=0.0)
+            y = (y.to(tl.float32) + r.to(tl.float32)).to(T)
         if ROPE:
             y2 = y_u.to(T)  # the pair's other half: columns j + h
             cs = rm[:, None] * stride_cs + rj[None, :]
@@ -413,7 +395,7 @@ if triton is not None:
     # One autotuner per M tile (configs differ); both run the same kernel. Not prune_configs_by: Inductor's
     # support for user-defined autotuned kernels does not cover every pruning hook.
     _KEY = ["K", "N0", "N1", "N2", "CONCAT_W", "HAS_NORM", "NORM_LATE", "SILU_MUL", "GELU_TANH", "HAS_RES",
-            "BIAS_MASK", "ROPE", "CACHE_MASK", "IEEE_F32", "EARLY_LOADS", "NORM_BLOCK"]
+            "BIAS_MASK", "ROPE", "CACHE_MASK", "IEEE_F32"]
     _gemv_m1 = {p: triton.autotune(configs=_configs(dot=False, prefetch=p), key=_KEY)(_gemv_kernel)
                 for p in (False, True)}  # keyed by "may prefetch"; the benchmarks time both
     _gemv_m16 = triton.autotune(configs=_configs(dot=True), key=_KEY)(_gemv_kernel)
@@ -455,19 +437,6 @@ def _block_m(m: int) -> int:
     return 1 if m == 1 else 16
 
 
-# The row-at-once prologue holds K / (32 * num_warps) values per thread. ptxas for sm_90 (the 8B q/k/v's kv-form
-# config, 4 warps): 160 registers up to a 8192-wide row, as with the tiled prologue; 254 at 16384.
-ROW_NORM_MAX_K = 8192
-
-
-def _norm_block(m: int, k: int, has_norm: bool) -> int:
-    """The norm prologue's tile: the whole row (``FUSION_PASSES_GEMV_NORM=row``, M = 1, K <= ROW_NORM_MAX_K), else
-    0 (the main loop's BLOCK_K)."""
-    if has_norm and _block_m(int(m)) == 1 and k <= ROW_NORM_MAX_K and gemv_table.norm_policy() == "row":
-        return triton.next_power_of_2(k)
-    return 0
-
-
 def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y,
             rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0, prefetch: Optional[bool] = None,
             caches=(None, None, None), cache_index=None, index_base: bool = False,
@@ -489,8 +458,6 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         CONCAT_W=concat,
         HAS_NORM=norm_weight is not None,
         NORM_LATE=norm_weight is not None and _block_m(int(m)) == 1 and gemv_table.norm_policy() == "late",
-        EARLY_LOADS=_block_m(int(m)) == 1 and gemv_table.epilogue_loads_policy() == "early",
-        NORM_BLOCK=_norm_block(m, k, norm_weight is not None),
         NORM_CAST=norm_cast,
         NORM_OFFSET=norm_offset != 0.0,
         SILU_MUL=silu_mul,

@@ -15,11 +15,7 @@ always runs a fixed config (``KV_FALLBACK``). ``FUSION_PASSES_GEMV_TABLE=off`` a
 ``FUSION_PASSES_GEMV_NORM=late`` (default ``exact``) runs the M = 1 launches with a norm in the kernel's late-norm
 form (``gemv``'s module doc): no prologue pass over the input, not eager's roundings; for measuring it. On the
 H200 it measured slower (session 14, ``gemv_chain_normlate_*.json``: 1B chain 0.767 vs 0.729 ms, 8B 3.891 vs
-3.755 ms; its q/k/v gain, gate/up and the lm_head lose more). ``=row`` keeps the exact form but loads the row
-for the norm in one request instead of K / BLOCK_K (``gemv``'s module doc); not measured yet.
-
-``FUSION_PASSES_GEMV_EPILOGUE_LOADS=early`` (default ``late``) makes the M = 1 launches with a residual load it
-before the K loop (``gemv``'s module doc); bit-identical results, not measured yet.
+3.755 ms; its q/k/v gain, gate/up and the lm_head lose more).
 """
 
 from __future__ import annotations
@@ -29,9 +25,7 @@ from typing import Optional
 POLICY_ENV = "FUSION_PASSES_GEMV_TABLE"
 POLICIES = ("on", "off")
 NORM_POLICY_ENV = "FUSION_PASSES_GEMV_NORM"
-NORM_POLICIES = ("exact", "late", "row")
-EPILOGUE_LOADS_POLICY_ENV = "FUSION_PASSES_GEMV_EPILOGUE_LOADS"
-EPILOGUE_LOADS_POLICIES = ("late", "early")
+NORM_POLICIES = ("exact", "late")
 
 # (device name, form, K, N0, N1, N2) -> (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages[, ACC1D]).
 # form: "rope" (norm + q/k/v, q and k rotated), "kv" (the same + k/v cache stores), "res" (+ residual),
@@ -93,12 +87,6 @@ def norm_policy() -> str:
     from ..patterns import env_policy
 
     return env_policy(NORM_POLICY_ENV, NORM_POLICIES)
-
-
-def epilogue_loads_policy() -> str:
-    from ..patterns import env_policy
-
-    return env_policy(EPILOGUE_LOADS_POLICY_ENV, EPILOGUE_LOADS_POLICIES)
 
 
 def form(meta: dict) -> str:

@@ -112,7 +112,7 @@ def kv_write_policy() -> str:
 
 def cache_key() -> str:
     return (f"{policy()}/rope={rope_policy()}/kv_write={kv_write_policy()}/table={gemv_table.policy()}"
-            f"/norm={gemv_table.norm_policy()}/epilogue_loads={gemv_table.epilogue_loads_policy()}")
+            f"/norm={gemv_table.norm_policy()}")
 
 
 class _NoMatch(Exception):

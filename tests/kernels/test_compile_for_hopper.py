@@ -64,7 +64,7 @@ def gemv_flags(**flags) -> dict:
     once, not at every call)."""
     return dict(CONCAT_W=1, HAS_NORM=False, NORM_LATE=False, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=False,
                 GELU_TANH=False, HAS_RES=False, BIAS_MASK=0, ROPE=False, CACHE_MASK=0, IDX_BASE=False, PREFETCH=False,
-                ACC1D=False, IEEE_F32=False, EARLY_LOADS=False, NORM_BLOCK=0) | flags
+                ACC1D=False, IEEE_F32=False) | flags
 
 
 def gemv_types(dtype: str) -> dict:
@@ -75,12 +75,11 @@ def gemv_types(dtype: str) -> dict:
             "eps": "fp32", "norm_offset": "fp32"}
 
 
-@pytest.mark.parametrize("block_m, prefetch, acc1d, norm_late, early, norm_block", [
-    (1, False, False, False, False, 0), (1, True, False, False, False, 0), (1, True, True, False, False, 0),
-    (1, True, True, True, False, 0), (1, False, False, True, False, 0), (1, True, True, False, True, 4096),
-    (16, False, False, False, False, 0)])
+@pytest.mark.parametrize("block_m, prefetch, acc1d, norm_late", [
+    (1, False, False, False), (1, True, False, False), (1, True, True, False), (1, True, True, True),
+    (1, False, False, True), (16, False, False, False)])
 @pytest.mark.parametrize("mode", sorted(GEMV_MODES))
-def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late, early, norm_block):
+def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late):
     concat, norm, silu, res, rope, cache_mask, bias_mask = (*GEMV_MODES[mode], 0)[:7]
     if norm_late and not norm:
         pytest.skip("the late-norm form needs a norm")
@@ -98,8 +97,7 @@ def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late, early, 
     asm = compile_for_hopper(gemv._gemv_kernel, types, gemv_flags(
         CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res, ROPE=rope,
         CACHE_MASK=cache_mask, IDX_BASE=mode.endswith("index_base"), BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256,
-        PREFETCH=prefetch, ACC1D=acc1d, NORM_LATE=norm_late, BIAS_MASK=bias_mask, GELU_TANH="gelu" in mode,
-        EARLY_LOADS=early, NORM_BLOCK=norm_block),
+        PREFETCH=prefetch, ACC1D=acc1d, NORM_LATE=norm_late, BIAS_MASK=bias_mask, GELU_TANH="gelu" in mode),
         num_warps=4,
         num_stages=3, aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
     assert "cubin" in asm and ".target sm_90" in asm["ptx"]
@@ -113,66 +111,10 @@ def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late, early, 
         plain = compile_for_hopper(gemv._gemv_kernel, types, gemv_flags(
             CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res,
             ROPE=rope, CACHE_MASK=cache_mask, BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256, PREFETCH=False,
-            ACC1D=acc1d, NORM_LATE=norm_late, BIAS_MASK=bias_mask, GELU_TANH="gelu" in mode, EARLY_LOADS=early,
-            NORM_BLOCK=norm_block), num_warps=4, num_stages=3,
+            ACC1D=acc1d, NORM_LATE=norm_late, BIAS_MASK=bias_mask, GELU_TANH="gelu" in mode),
+            num_warps=4, num_stages=3,
             aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
         assert len(weight_loads) == 2 * len(re.findall(r"ld\.global\.L1::evict_first\S*", plain["ptx"]))
-
-
-def _loads_after_the_k_loop(ptx: str) -> list[str]:
-    """The global loads after the kernel's last backward branch (the end of its K loop)."""
-    lines = [line.strip() for line in ptx.splitlines()]
-    labels = {line.split(":")[0]: i for i, line in enumerate(lines) if re.match(r"\$L__BB\d+_\d+:", line)}
-    back = [i for i, line in enumerate(lines)
-            if (m := re.search(r"bra(?:\.uni)?\s+(\$L__BB\d+_\d+);", line)) and labels.get(m.group(1), i) < i]
-    assert back, "no loop found"
-    return [line for line in lines[max(back):] if "ld.global" in line]
-
-
-@pytest.mark.parametrize("mode", ["o+residual", "qkv+bias+norm+rope+kv_write"])
-def test_decode_gemv_early_loads_move_the_residual_before_the_k_loop(mode):
-    """EARLY_LOADS (M = 1): Triton keeps the residual's load where the kernel issues it, before the K loop, so the
-    o / down programs end with no round trip to memory; without it the load follows the loop. The q/k/v form's
-    cos / sin and bias loads stay after the loop either way (held across it they cost registers)."""
-    concat, norm, silu, res, rope, cache_mask, bias_mask = (*GEMV_MODES[mode], 0)[:7]
-    types = gemv_types("bf16")
-    types.update({"NW": "*bf16"} if norm else {}, **({"R": "*bf16"} if res else {}))
-    if rope:
-        types.update(COS="*bf16", SIN="*bf16", C1="*bf16", C2="*bf16", IDX="*i64")
-        types.update(B0="*bf16", B1="*bf16", B2="*bf16")
-    after = {}
-    for early in (False, True):
-        asm = compile_for_hopper(gemv._gemv_kernel, types, gemv_flags(
-            CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res, ROPE=rope,
-            CACHE_MASK=cache_mask, IDX_BASE=False, BLOCK_M=1, BLOCK_N=4, BLOCK_K=256, PREFETCH=True, ACC1D=True,
-            NORM_LATE=False, BIAS_MASK=bias_mask, GELU_TANH=False, EARLY_LOADS=early), num_warps=4, num_stages=2,
-            aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
-        after[early] = _loads_after_the_k_loop(asm["ptx"])
-    if res:
-        assert len(after[False]) == 1 and after[True] == [], after
-    else:
-        assert len(after[False]) >= 4 and len(after[True]) == len(after[False]), after
-
-
-@pytest.mark.parametrize("norm_block, loads", [(0, 1), (4096, 4)])
-def test_decode_gemv_row_norm_prologue_requests_the_whole_row_at_once(norm_block, loads):
-    """The norm prologue's loop (the kernel's first) loads one 16-byte vector per thread per trip with the BLOCK_K
-    tile (512 bf16 over 128 threads: every trip one round trip to L2), and the whole 4096-wide row in four, all in
-    flight together, with NORM_BLOCK = 4096 (FUSION_PASSES_GEMV_NORM=row)."""
-    concat, norm, silu, res, rope, cache_mask = GEMV_MODES["qkv+norm+rope+kv_write"]
-    types = gemv_types("bf16")
-    types.update(NW="*bf16", COS="*bf16", SIN="*bf16", C1="*bf16", C2="*bf16", IDX="*i64")
-    ptx = compile_for_hopper(gemv._gemv_kernel, types, gemv_flags(
-        CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res, ROPE=rope,
-        CACHE_MASK=cache_mask, IDX_BASE=False, BLOCK_M=1, BLOCK_N=8, BLOCK_K=1024 if norm_block else 512,
-        PREFETCH=False, ACC1D=False, NORM_LATE=False, BIAS_MASK=0, GELU_TANH=False, EARLY_LOADS=False,
-        NORM_BLOCK=norm_block), num_warps=4, num_stages=3,
-        aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])["ptx"]
-    lines = [line.strip() for line in ptx.splitlines()]
-    first = next(i for i, line in enumerate(lines) if re.match(r"\$L__BB\d+_\d+:", line))
-    end = next(i for i, line in enumerate(lines[first:], first) if re.search(r"bra(?:\.uni)?\s+\$L__BB", line))
-    prologue = [line for line in lines[first:end] if "ld.global" in line]
-    assert len(prologue) == loads and all(".v4." in ld or norm_block == 0 for ld in prologue), prologue
 
 
 def attention_types(dtype: str, scale: str = "fp32") -> dict:
