@@ -502,4 +502,3 @@ def test_autotuner_offers_both_m1_loops_and_the_plain_one_alone():
     assert forms(gemv._gemv_m1[False]) == {(False, False)}
     assert forms(gemv._gemv_m16) == {(False, False)}
     assert len(gemv._gemv_m1[True].configs) == 2 * len(gemv._gemv_m1[False].configs) + 7
-
