@@ -21,13 +21,13 @@ for the rest), ``ours-noprefetch`` (autotuned, its M = 1 loop without the next-t
 GEMV replaced by a kernel that only reads the same weights: the floor for kernels of these sizes, launch and ramp-up
 included). (Session 16 measured two more forms of ours, and neither was faster, so both were dropped: the norm's row
 loaded in one tile, and the o / down residual loaded before the K loop; 1B 0.760 ms each vs 0.743, 8B 3.933 and
-3.914 vs 3.903; ``gemv_chain_early_*.json``.) (A variant launching ours with programmatic dependent launch was measured on the
-H200 and dropped: 0.814 vs 0.804 ms for llama-1b, 4.25 vs 4.32 ms for llama-8b; ``gemv_chain_*.json``. Measured
-again in session 12 with each kernel letting the next launch first thing and requesting its first weight tile before
-waiting for the kernel before it, against the same configs without PDL: 0.805 vs 0.800 ms for llama-1b, 4.245 vs
-4.207 ms for llama-8b; ``logs/s12_run1/gemv_chain_pdl.json``: the GEMVs of the chain are not held up by the
-launches between them.) Prints ms per chain, the
-achieved HBM bandwidth and, for ours, the time of each linear inside the chain (profiler). JSON goes to
+3.914 vs 3.903; ``gemv_chain_early_*.json``.) (A variant launching ours with programmatic dependent launch was
+measured on the H200 and dropped: 0.814 vs 0.804 ms for llama-1b, 4.25 vs 4.32 ms for llama-8b;
+``gemv_chain_*.json``. Measured again in session 12 with each kernel letting the next launch first thing and
+requesting its first weight tile before waiting for the kernel before it, against the same configs without PDL:
+0.805 vs 0.800 ms for llama-1b, 4.245 vs 4.207 ms for llama-8b; ``logs/s12_run1/gemv_chain_pdl.json``: the GEMVs
+of the chain are not held up by the launches between them.) Prints ms per chain, the achieved HBM bandwidth and,
+for ours, the time of each linear inside the chain (profiler). JSON goes to
 ``benchmarks/results/gemv_chain_<device>_<torch>.json``.
 """
 

@@ -43,9 +43,9 @@ per row, moves after the dot. It does not round where eager rounds (within bf16 
     y = ((x * (norm_weight + norm_offset)) @ W_0.T) * rsqrt(mean(x**2) + eps)      all in fp32, then -> T
 
 The exact form's prologue reads the row in BLOCK_K tiles, one L2 round trip each. Two ways to shorten the
-prologue and the epilogue were built and measured on the H200 in session 16, and neither was faster, so neither
-was kept (``benchmarks/results/gemv_chain_early_*.json``; 1B chain 0.743 ms as shipped, 0.760 with each): the whole
-row loaded in one tile, and the o / down residual loaded before the K loop instead of after it.
+prologue and the epilogue were built in session 15 and measured on the H200 in session 16. Neither was faster,
+so neither was kept (``benchmarks/results/gemv_chain_early_*.json``; 1B chain 0.743 ms as shipped, 0.760 with
+each): the whole row loaded in one tile, and the o / down residual loaded before the K loop instead of after it.
 
 Tile sizes are autotuned per shape.
 

@@ -120,29 +120,6 @@ def _late_reference64(x, ws, nw, eps, silu):
     return torch.cat(outs, 1)
 
 
-def _outputs_per_norm_policy(case, dtype, policies, monkeypatch, scale=1.0):
-    """(weights, norm weight, rows, {policy: [output of row 0 alone, output of all 3 rows]}) for a CASES case
-    with a norm, K = 96, under each FUSION_PASSES_GEMV_NORM policy (3 rows in bf16 on GPU only: the interpreter's
-    bf16 tl.dot is wrong)."""
-    from fusion_passes.kernels import gemv_table
-
-    widths, mode = CASES[case]
-    torch.manual_seed(0)
-    k = 96
-    ws = [(torch.randn(n, k, dtype=dtype, device=DEVICE) / k**0.5) for n in widths]
-    nw = torch.rand(k, dtype=dtype, device=DEVICE) + 0.5
-    w3 = ws + [None] * (3 - len(ws))
-    rows = torch.randn(3, k, dtype=dtype, device=DEVICE) * scale
-    outs = {}
-    for policy in policies:
-        monkeypatch.setenv(gemv_table.NORM_POLICY_ENV, policy)
-        outs[policy] = [torch.ops.fusion_passes.decode_gemv(x, w3[0], w3[1], w3[2], nw, 1e-6, 0.0, True, None,
-                                                            mode == "silu")
-                        for x in (rows[:1], rows if dtype != torch.bfloat16 or DEVICE == "cuda" else None)
-                        if x is not None]
-    return ws, nw, rows, outs
-
-
 @kernel_test
 @pytest.mark.parametrize("case", ["qkv_gqa", "lm_head", "gate_up"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -151,10 +128,24 @@ def test_late_norm_form(case, dtype, acc1d, monkeypatch):
     """FUSION_PASSES_GEMV_NORM=late: an M = 1 launch computes the late-norm math (to the fp32 summation order and
     one output rounding) and eager's within the usual tolerance; in bf16 it differs from the exact form's output
     (which rounds the normalised row first), so the setting reached the kernel; 3 rows keep the exact form."""
+    from fusion_passes.kernels import gemv_table
+
     if acc1d:
         _force_acc1d(monkeypatch)
-    _, mode = CASES[case]
-    ws, nw, rows, outs = _outputs_per_norm_policy(case, dtype, ("exact", "late"), monkeypatch, scale=3.0)
+    widths, mode = CASES[case]
+    torch.manual_seed(0)
+    k = 96
+    ws = [(torch.randn(n, k, dtype=dtype, device=DEVICE) / k**0.5) for n in widths]
+    nw = torch.rand(k, dtype=dtype, device=DEVICE) + 0.5
+    w3 = ws + [None] * (3 - len(ws))
+    rows = torch.randn(3, k, dtype=dtype, device=DEVICE) * 3
+    outs = {}
+    for policy in ("exact", "late"):
+        monkeypatch.setenv(gemv_table.NORM_POLICY_ENV, policy)
+        outs[policy] = [torch.ops.fusion_passes.decode_gemv(x, w3[0], w3[1], w3[2], nw, 1e-6, 0.0, True, None,
+                                                            mode == "silu")
+                        for x in (rows[:1], rows if dtype != torch.bfloat16 or DEVICE == "cuda" else None)
+                        if x is not None]
     x = rows[:1]
     got = outs["late"][0]
     late = _late_reference64(x, ws, nw, 1e-6, mode == "silu")
