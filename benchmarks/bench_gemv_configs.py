@@ -55,6 +55,18 @@ def sweep_configs() -> list[dict]:
     return out
 
 
+def persistent_configs(k: int) -> list[dict]:
+    """The persistent form's configs for rows of K: the whole row in one tile, 1-4 columns a block, 2-8 programs
+    per SM; at least 8 elements of a tile per thread."""
+    bk = triton_next_pow2(k)
+    return [dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=True, ACC1D=True, PERSIST=p, num_warps=w, num_stages=1)
+            for n in (1, 2, 4) for w in (4, 8, 16) for p in (2, 3, 4, 6, 8) if n * bk <= 16384 and 256 * w <= n * bk]
+
+
+def triton_next_pow2(k: int) -> int:
+    return 1 << (k - 1).bit_length()
+
+
 def linear_shape(name: str, cfg: dict) -> tuple[str, int, tuple]:
     """(``gemv_table`` form, K, weight widths) of one decoder linear."""
     shapes = {n: (k, widths) for n, k, widths, _ in model_shapes(cfg)}
@@ -73,8 +85,9 @@ def table_entry(name: str, cfg: dict) -> list[dict]:
 
 
 def config_name(c: dict) -> str:
-    return "N{BLOCK_N} K{BLOCK_K} w{num_warps} s{num_stages}{p}{a}".format(
-        **c, p=" prefetch" * c["PREFETCH"], a=" acc1d" * c.get("ACC1D", False))
+    return "N{BLOCK_N} K{BLOCK_K} w{num_warps} s{num_stages}{p}{a}{r}".format(
+        **c, p=" prefetch" * c["PREFETCH"], a=" acc1d" * c.get("ACC1D", False),
+        r=f" persist{c['PERSIST']}" if c.get("PERSIST") else "")
 
 
 def linear_calls(name: str, cfg: dict, device, dtype, copies: int | None = None):
@@ -120,6 +133,8 @@ def main(argv=None) -> int:
     p.add_argument("--compile-only", action="store_true")
     p.add_argument("--acc1d-only", action="store_true",
                    help="only the configs reducing each tile, and gemv_table's entry for each linear to compare")
+    p.add_argument("--persistent-only", action="store_true",
+                   help="only the persistent form's configs, and gemv_table's entry for each linear to compare")
     p.add_argument("--shard", default="0/1", help="i/n: this process takes every n-th config from the i-th")
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--out", default=None)
@@ -140,6 +155,11 @@ def main(argv=None) -> int:
         nbytes, calls, launch = linear_calls(name, cfg, device, dtype, copies=2 if args.tiny else None)
         if args.acc1d_only and device == "cuda":
             configs = [c for c in sweep_configs() if c.get("ACC1D")][i::n] + table_entry(name, cfg)
+        if args.persistent_only:
+            k = linear_shape(name, cfg)[1]
+            configs = (persistent_configs(k)[i::n] + table_entry(name, cfg)) if device == "cuda" else [
+                dict(BLOCK_N=2, BLOCK_K=triton_next_pow2(k), PREFETCH=True, ACC1D=True, PERSIST=2, num_warps=4,
+                     num_stages=1)]
         if args.compile_only:
             for c in configs:
                 launch(c)

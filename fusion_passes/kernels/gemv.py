@@ -74,6 +74,7 @@ HAS_TRITON = triton is not None
 MAX_ROWS = 16  # the kernel's largest M: one 16-row tile (decode of up to 16 sequences)
 PREFETCH = True  # M = 1: the autotuner may pick the loop that loads the next K tile early (see _configs)
 ACC1D_INTERPRETED = False  # the interpreter's one config: the tests run it both ways
+PERSIST_INTERPRETED = 0  # > 0: the interpreter's M = 1 config is the persistent form, this many programs per "SM"
 
 
 if triton is not None:
@@ -98,14 +99,14 @@ if triton is not None:
                 (32, 256, 8, 2), (32, 512, 8, 2), (64, 128, 4, 3), (64, 256, 8, 2), (128, 128, 8, 3),
             ]  # fmt: skip
         forms = (False, True) if prefetch and not dot else (False,)
-        configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": p, "ACC1D": False}, num_warps=w,
-                                 num_stages=s) for p in forms for n, k, w, s in shapes]
+        configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": p, "ACC1D": False, "PERSIST": 0},
+                                 num_warps=w, num_stages=s) for p in forms for n, k, w, s in shapes]
         if prefetch and not dot:
             # the prefetching loop reducing each tile as it goes: with one tile's registers per program, more
             # programs fit on an SM; with the norm prologue it reads within 1-8 % of a plain read of the same
             # weights on the H200 (logs/s12_run5/gemv_design_norm.json)
-            configs += [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": True, "ACC1D": True}, num_warps=w,
-                                      num_stages=s)
+            configs += [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": True, "ACC1D": True, "PERSIST": 0},
+                                      num_warps=w, num_stages=s)
                         for n, k, w, s in ((2, 1024, 4, 1), (4, 1024, 4, 1), (8, 1024, 4, 1), (4, 1024, 4, 2),
                                            (8, 1024, 4, 2), (2, 2048, 8, 2), (4, 2048, 8, 2))]
         return configs
@@ -151,6 +152,110 @@ if triton is not None:
             tl.store(C1 + off, y, mask=ok & (which == 1))
         if CACHE_MASK & 4:
             tl.store(C2 + off, y, mask=ok & (which == 2))
+
+    @triton.jit
+    def _weight_block(pid, W0, W1, W2, B0, B1, B2, N0, N1, N2, CONCAT_W: tl.constexpr, PAIR: tl.constexpr,
+                      BLOCK_N: tl.constexpr):
+        """Which weight column block ``pid`` is (blocks cover cdiv(N0) + cdiv(N1) + cdiv(N2) in turn): its weight and
+        bias pointers, block index within that weight, the weight's width, its first output column and its index."""
+        w_ptr = W0
+        b_ptr = B0
+        blk = pid
+        n_lim = N0 + pid * 0
+        col0 = pid * 0
+        w_idx = pid * 0
+        if CONCAT_W >= 2:
+            nb0 = tl.cdiv(N0 // PAIR, BLOCK_N)
+            if pid >= nb0:
+                w_ptr = W1
+                b_ptr = B1
+                blk = pid - nb0
+                n_lim = N1 + pid * 0
+                col0 = N0 + pid * 0
+                w_idx = 1 + pid * 0
+            if CONCAT_W == 3:
+                nb01 = nb0 + tl.cdiv(N1 // PAIR, BLOCK_N)
+                if pid >= nb01:
+                    w_ptr = W2
+                    b_ptr = B2
+                    blk = pid - nb01
+                    n_lim = N2 + pid * 0
+                    col0 = N0 + N1 + pid * 0
+                    w_idx = 2 + pid * 0
+        return w_ptr, b_ptr, blk, n_lim, col0, w_idx
+
+    @triton.jit
+    def _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE: tl.constexpr, SILU_MUL: tl.constexpr,
+                    BLOCK_N: tl.constexpr):
+        """The block's output columns rn [BLOCK_N] (with rope: the first of each pair j, j + h; rj = j within its
+        head), which of them exist, and the row pointers of the weight (w_rows) and of the second operand (w_rows2:
+        the up projection, or the pair's other half) [BLOCK_N, 1]."""
+        rn = blk * BLOCK_N + tl.arange(0, BLOCK_N)
+        rj = rn
+        if ROPE:  # program column t -> the pair (j, j + h) of head t // h, j = t % h
+            half = rope_dim // 2
+            n_ok = rn < n_lim // 2
+            rj = rn % half
+            rn = (rn // half) * rope_dim + rj
+            w_rows2 = w_ptr + (rn + half).to(tl.int64)[:, None] * K
+        else:
+            n_ok = rn < n_lim
+        w_rows = w_ptr + rn.to(tl.int64)[:, None] * K
+        if SILU_MUL:
+            w_rows2 = W1 + rn.to(tl.int64)[:, None] * K
+        elif not ROPE:
+            w_rows2 = w_rows  # never read: only SILU_MUL / ROPE load a second weight
+        return rn, rj, n_ok, w_rows, w_rows2
+
+    @triton.jit
+    def _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, b_ptr, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2, stride_r,
+                  stride_y, stride_cs, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l, sc_d,
+                  SILU_MUL: tl.constexpr, GELU_TANH: tl.constexpr, HAS_RES: tl.constexpr, BIAS_MASK: tl.constexpr,
+                  ROPE: tl.constexpr, CACHE_MASK: tl.constexpr):
+        """From the fp32 dot products y (and y_u: the up projection's, or the pair's other half) [BLOCK_M, BLOCK_N]
+        of one column block to its stored outputs: bias, rounding, silu * up, residual, rope, cache and y stores."""
+        T = Y.dtype.element_ty
+        if BIAS_MASK:  # in fp32 before the one rounding, as addmm's epilogue
+            # bit w_idx of the mask, as a [BLOCK_N] vector (the interpreter mis-broadcasts a scalar bool in a mask)
+            b_ok = n_ok & ((rn * 0 + (BIAS_MASK >> w_idx)) % 2 == 1)
+            y = y + tl.load(b_ptr + rn, mask=b_ok, other=0.0).to(tl.float32)[None, :]
+            if ROPE:
+                y_u = y_u + tl.load(b_ptr + rn + rope_dim // 2, mask=b_ok, other=0.0).to(tl.float32)[None, :]
+        y = y.to(T)  # the GEMM's output dtype, as eager rounds it
+        out_mask = m_ok[:, None] & n_ok[None, :]
+        if SILU_MUL:
+            g = y.to(tl.float32)
+            if GELU_TANH:  # tanh(z) = 1 - 2 / (exp(2z) + 1): exact at both infinities, no libdevice
+                z = 0.7978845608028654 * (g + 0.044715 * g * g * g)
+                s = (0.5 * g * (2.0 - 2.0 / (tl.exp(2.0 * z) + 1.0))).to(T)
+            else:
+                s = (g / (1.0 + tl.exp(-g))).to(T)
+            y = (s.to(tl.float32) * y_u.to(T).to(tl.float32)).to(T)
+        if HAS_RES:
+            r = tl.load(R + rm[:, None] * stride_r + rn[None, :], mask=out_mask, other=0.0)
+            y = (y.to(tl.float32) + r.to(tl.float32)).to(T)
+        if ROPE:
+            half = rope_dim // 2
+            y2 = y_u.to(T)  # the pair's other half: columns j + h
+            cs = rm[:, None] * stride_cs + rj[None, :]
+            c1 = tl.load(COS + cs, mask=out_mask, other=0.0).to(tl.float32)
+            s1 = tl.load(SIN + cs, mask=out_mask, other=0.0).to(tl.float32)
+            c2 = tl.load(COS + cs + half, mask=out_mask, other=0.0).to(tl.float32)
+            s2 = tl.load(SIN + cs + half, mask=out_mask, other=0.0).to(tl.float32)
+            a, b = y.to(tl.float32), y2.to(tl.float32)
+            ra = ((a * c1).to(T).to(tl.float32) + (-b * s1).to(T).to(tl.float32)).to(T)
+            rb = ((b * c2).to(T).to(tl.float32) + (a * s2).to(T).to(tl.float32)).to(T)
+            rotate = w_idx < rope_weights
+            y = tl.where(rotate, ra, y)
+            y2 = tl.where(rotate, rb, y2)
+            tl.store(Y + rm[:, None] * stride_y + (col0 + rn + half)[None, :], y2, mask=out_mask)
+        if CACHE_MASK != 0:
+            _store_cache_rows(C0, C1, C2, pos, y, rn, w_idx, rm, out_mask, seq_len, cache_len, head_dim, sc_b, sc_h,
+                              sc_l, sc_d, CACHE_MASK)
+            if ROPE:
+                _store_cache_rows(C0, C1, C2, pos, y2, rn + rope_dim // 2, w_idx, rm, out_mask, seq_len, cache_len,
+                                  head_dim, sc_b, sc_h, sc_l, sc_d, CACHE_MASK)
+        tl.store(Y + rm[:, None] * stride_y + (col0 + rn)[None, :], y, mask=out_mask)
 
     @triton.jit
     def _gemv_kernel(
@@ -207,58 +312,94 @@ if triton is not None:
         BLOCK_K: tl.constexpr,
         PREFETCH: tl.constexpr,  # M = 1 only: load the next K tile while reducing this one
         ACC1D: tl.constexpr,  # M = 1 only: reduce each tile into [BLOCK_N] (registers for one tile, not two)
+        PERSIST: tl.constexpr,  # M = 1, BLOCK_K >= K only: programs per SM of the persistent form (0: tiled)
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
     ):
         T = X.dtype.element_ty
         PRECISION: tl.constexpr = "ieee" if IEEE_F32 else None  # None: Triton's default (TF32 for fp32)
-        pid = tl.program_id(0)
-        # which weight this program's columns come from (the grid covers cdiv(N0)+cdiv(N1)+cdiv(N2) blocks)
         PAIR: tl.constexpr = 2 if ROPE else 1  # output columns per program column
-        w_ptr = W0
-        b_ptr = B0
-        blk = pid
-        n_lim = N0 + pid * 0
-        col0 = pid * 0
-        w_idx = pid * 0
-        if CONCAT_W >= 2:
-            nb0 = tl.cdiv(N0 // PAIR, BLOCK_N)
-            if pid >= nb0:
-                w_ptr = W1
-                b_ptr = B1
-                blk = pid - nb0
-                n_lim = N1 + pid * 0
-                col0 = N0 + pid * 0
-                w_idx = 1 + pid * 0
-            if CONCAT_W == 3:
-                nb01 = nb0 + tl.cdiv(N1 // PAIR, BLOCK_N)
-                if pid >= nb01:
-                    w_ptr = W2
-                    b_ptr = B2
-                    blk = pid - nb01
-                    n_lim = N2 + pid * 0
-                    col0 = N0 + N1 + pid * 0
-                    w_idx = 2 + pid * 0
-
+        TWO: tl.constexpr = SILU_MUL or ROPE  # a second accumulator: the up projection, or the pair's other half
+        pid = tl.program_id(0)
         rm = tl.arange(0, BLOCK_M)
         m_ok = rm < M
-        rn = blk * BLOCK_N + tl.arange(0, BLOCK_N)
-        if ROPE:  # program column t -> the pair (j, j + h) of head t // h, j = t % h
-            half = rope_dim // 2
-            n_ok = rn < n_lim // 2
-            rj = rn % half
-            rn = (rn // half) * rope_dim + rj
-            w_rows2 = w_ptr + (rn + half).to(tl.int64)[:, None] * K
-        else:
-            n_ok = rn < n_lim
-        w_rows = w_ptr + rn.to(tl.int64)[:, None] * K
-        if SILU_MUL:
-            w_rows2 = W1 + rn.to(tl.int64)[:, None] * K
-        elif not ROPE:
-            w_rows2 = w_rows  # never read: _load_tile loads a second weight only when TWO
-
-        TWO: tl.constexpr = SILU_MUL or ROPE  # a second accumulator: the up projection, or the pair's other half
+        pos = rm * 0
         if CACHE_MASK != 0:
             pos = _cache_positions(IDX, rm, seq_len, cache_len, IDX_BASE)
+
+        if PERSIST:
+            # x, normalised once, stays in registers; the program takes column blocks pid, pid + P, ... of every
+            # weight, each one tile of whole rows, and requests the next block's rows before reducing this one's
+            n_blocks = tl.cdiv(N0 // PAIR, BLOCK_N)
+            if CONCAT_W >= 2:
+                n_blocks += tl.cdiv(N1 // PAIR, BLOCK_N)
+            if CONCAT_W == 3:
+                n_blocks += tl.cdiv(N2 // PAIR, BLOCK_N)
+            step = tl.num_programs(0)
+            w, u = _load_block(W0, W1, W2, B0, B1, B2, N0, N1, N2, pid, K, rope_dim, CONCAT_W, PAIR, ROPE, SILU_MUL,
+                               TWO, BLOCK_N, BLOCK_K)
+            rk = tl.arange(0, BLOCK_K)
+            xf = tl.load(X + rk[None, :], mask=rk[None, :] < K, other=0.0).to(tl.float32)  # [1, BLOCK_K]
+            if HAS_NORM:  # the exact form: eager's roundings, the whole row in one tile
+                rstd = tl.rsqrt(tl.sum(xf * xf, axis=1) / K + eps)
+                xf = xf * rstd[:, None]
+                if NORM_CAST:
+                    xf = xf.to(T).to(tl.float32)
+                nw = tl.load(NW + rk, mask=rk < K, other=0.0).to(tl.float32)
+                if NORM_OFFSET:
+                    nw = nw + norm_offset
+                xf = (xf * nw[None, :]).to(T).to(tl.float32)
+            for blk_id in range(pid, n_blocks, step):
+                w_next, u_next = _load_block(W0, W1, W2, B0, B1, B2, N0, N1, N2, blk_id + step, K, rope_dim,
+                                             CONCAT_W, PAIR, ROPE, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
+                w_ptr, b_ptr, blk, n_lim, col0, w_idx = _weight_block(blk_id, W0, W1, W2, B0, B1, B2, N0, N1, N2,
+                                                                      CONCAT_W, PAIR, BLOCK_N)
+                rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE, SILU_MUL,
+                                                            BLOCK_N)
+                y = tl.sum(w.to(tl.float32) * xf, axis=1)[None, :]
+                y_u = y
+                if TWO:
+                    y_u = tl.sum(u.to(tl.float32) * xf, axis=1)[None, :]
+                _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, b_ptr, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
+                          stride_r, stride_y, stride_cs, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b,
+                          sc_h, sc_l, sc_d, SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, CACHE_MASK)
+                w, u = w_next, u_next
+        else:
+            w_ptr, b_ptr, blk, n_lim, col0, w_idx = _weight_block(pid, W0, W1, W2, B0, B1, B2, N0, N1, N2, CONCAT_W,
+                                                                  PAIR, BLOCK_N)
+            rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE, SILU_MUL, BLOCK_N)
+            y, y_u = _tiled_dot(X, NW, w_rows, w_rows2, rm, m_ok, n_ok, K, stride_x, eps, norm_offset, HAS_NORM,
+                                NORM_LATE, NORM_CAST, NORM_OFFSET, TWO, BLOCK_M, BLOCK_N, BLOCK_K, PREFETCH, ACC1D,
+                                PRECISION)
+            _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, b_ptr, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2, stride_r,
+                      stride_y, stride_cs, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l,
+                      sc_d, SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, CACHE_MASK)
+
+    @triton.jit
+    def _load_block(W0, W1, W2, B0, B1, B2, N0, N1, N2, blk_id, K, rope_dim, CONCAT_W: tl.constexpr,
+                    PAIR: tl.constexpr, ROPE: tl.constexpr, SILU_MUL: tl.constexpr, TWO: tl.constexpr,
+                    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        """The persistent form's weight rows [BLOCK_N, BLOCK_K] of column block blk_id (u: the second operand's rows
+        when TWO, else w again), whole rows (BLOCK_K >= K); zeros past the last block."""
+        w_ptr, _, blk, n_lim, _, _ = _weight_block(blk_id, W0, W1, W2, B0, B1, B2, N0, N1, N2, CONCAT_W, PAIR,
+                                                   BLOCK_N)
+        _, _, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE, SILU_MUL, BLOCK_N)
+        rk = tl.arange(0, BLOCK_K)
+        w_mask = n_ok[:, None] & (rk < K)[None, :]
+        w = tl.load(w_rows + rk[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
+        u = w
+        if TWO:
+            u = tl.load(w_rows2 + rk[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
+        return w, u
+
+    @triton.jit
+    def _tiled_dot(X, NW, w_rows, w_rows2, rm, m_ok, n_ok, K, stride_x, eps, norm_offset, HAS_NORM: tl.constexpr,
+                   NORM_LATE: tl.constexpr, NORM_CAST: tl.constexpr, NORM_OFFSET: tl.constexpr, TWO: tl.constexpr,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PREFETCH: tl.constexpr,
+                   ACC1D: tl.constexpr, PRECISION: tl.constexpr):
+        """The tiled form's fp32 dot products y, y_u [BLOCK_M, BLOCK_N] of one column block (y_u: the second
+        operand's, when TWO): a loop over K tiles, with the norm as a prologue pass over x (or, NORM_LATE, summed
+        in the loop and applied after it)."""
+        T = X.dtype.element_ty
         if PREFETCH:  # the first weight tile is requested before the norm prologue, so HBM starts streaming at once
             x, w, u = _load_tile(X, w_rows, w_rows2, rm, m_ok, n_ok, 0, K, stride_x, TWO, BLOCK_K)
         if HAS_NORM and NORM_LATE:
@@ -335,14 +476,17 @@ if triton is not None:
 
         if BLOCK_M == 1 and ACC1D:
             y = acc[None, :]
+            y_u = y
             if TWO:
                 y_u = acc_u[None, :]
         elif BLOCK_M == 1:
             y = tl.sum(acc, axis=1)[None, :]
+            y_u = y
             if TWO:
                 y_u = tl.sum(acc_u, axis=1)[None, :]
         else:
             y = acc
+            y_u = y
             if TWO:
                 y_u = acc_u
         if HAS_NORM and NORM_LATE:
@@ -350,46 +494,7 @@ if triton is not None:
             y = y * rstd[:, None]
             if TWO:
                 y_u = y_u * rstd[:, None]
-        if BIAS_MASK:  # in fp32 before the one rounding, as addmm's epilogue
-            # bit w_idx of the mask, as a [BLOCK_N] vector (the interpreter mis-broadcasts a scalar bool in a mask)
-            b_ok = n_ok & ((rn * 0 + (BIAS_MASK >> w_idx)) % 2 == 1)
-            y = y + tl.load(b_ptr + rn, mask=b_ok, other=0.0).to(tl.float32)[None, :]
-            if ROPE:
-                y_u = y_u + tl.load(b_ptr + rn + half, mask=b_ok, other=0.0).to(tl.float32)[None, :]
-        y = y.to(T)  # the GEMM's output dtype, as eager rounds it
-        out_mask = m_ok[:, None] & n_ok[None, :]
-        if SILU_MUL:
-            g = y.to(tl.float32)
-            if GELU_TANH:  # tanh(z) = 1 - 2 / (exp(2z) + 1): exact at both infinities, no libdevice
-                z = 0.7978845608028654 * (g + 0.044715 * g * g * g)
-                s = (0.5 * g * (2.0 - 2.0 / (tl.exp(2.0 * z) + 1.0))).to(T)
-            else:
-                s = (g / (1.0 + tl.exp(-g))).to(T)
-            y = (s.to(tl.float32) * y_u.to(T).to(tl.float32)).to(T)
-        if HAS_RES:
-            r = tl.load(R + rm[:, None] * stride_r + rn[None, :], mask=out_mask, other=0.0)
-            y = (y.to(tl.float32) + r.to(tl.float32)).to(T)
-        if ROPE:
-            y2 = y_u.to(T)  # the pair's other half: columns j + h
-            cs = rm[:, None] * stride_cs + rj[None, :]
-            c1 = tl.load(COS + cs, mask=out_mask, other=0.0).to(tl.float32)
-            s1 = tl.load(SIN + cs, mask=out_mask, other=0.0).to(tl.float32)
-            c2 = tl.load(COS + cs + half, mask=out_mask, other=0.0).to(tl.float32)
-            s2 = tl.load(SIN + cs + half, mask=out_mask, other=0.0).to(tl.float32)
-            a, b = y.to(tl.float32), y2.to(tl.float32)
-            ra = ((a * c1).to(T).to(tl.float32) + (-b * s1).to(T).to(tl.float32)).to(T)
-            rb = ((b * c2).to(T).to(tl.float32) + (a * s2).to(T).to(tl.float32)).to(T)
-            rotate = w_idx < rope_weights
-            y = tl.where(rotate, ra, y)
-            y2 = tl.where(rotate, rb, y2)
-            tl.store(Y + rm[:, None] * stride_y + (col0 + rn + half)[None, :], y2, mask=out_mask)
-        if CACHE_MASK != 0:
-            _store_cache_rows(C0, C1, C2, pos, y, rn, w_idx, rm, out_mask, seq_len, cache_len, head_dim, sc_b, sc_h,
-                              sc_l, sc_d, CACHE_MASK)
-            if ROPE:
-                _store_cache_rows(C0, C1, C2, pos, y2, rn + half, w_idx, rm, out_mask, seq_len, cache_len, head_dim,
-                                  sc_b, sc_h, sc_l, sc_d, CACHE_MASK)
-        tl.store(Y + rm[:, None] * stride_y + (col0 + rn)[None, :], y, mask=out_mask)
+        return y, y_u
 
 
     # One autotuner per M tile (configs differ); both run the same kernel. Not prune_configs_by: Inductor's
@@ -433,6 +538,15 @@ def _device_name(device: torch.device) -> str:
 INTERPRETED = triton is not None and is_interpreted(_gemv_kernel)
 
 
+@functools.lru_cache(maxsize=None)
+def _sm_count(device: torch.device) -> int:
+    """Multiprocessors the persistent form's grid is sized by; 2 off CUDA (the interpreter: programs that take
+    several blocks each, as on a GPU)."""
+    if device.type != "cuda":
+        return 2
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
 def _block_m(m: int) -> int:
     return 1 if m == 1 else 16
 
@@ -451,8 +565,13 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
     rope = rope_weights > 0
     widths = tuple(n // 2 if rope else n for n in (n0, n1, n2)[:concat])  # with rope a program column is a pair
 
+    sms = _sm_count(x.device)
+
     def grid(meta):
-        return (sum(triton.cdiv(n, meta["BLOCK_N"]) for n in widths),)
+        blocks = sum(triton.cdiv(n, meta["BLOCK_N"]) for n in widths)
+        if meta.get("PERSIST", 0):  # the persistent form: PERSIST programs per SM, each taking every P-th block
+            return (min(blocks, sms * meta["PERSIST"]),)
+        return (blocks,)
 
     meta = dict(
         CONCAT_W=concat,
@@ -483,8 +602,14 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
     if config is None and INTERPRETED and x.device.type != "cuda":
         config = dict(BLOCK_N=16, BLOCK_K=64, PREFETCH=(PREFETCH if prefetch is None else prefetch)
                       and meta["BLOCK_M"] == 1, ACC1D=ACC1D_INTERPRETED, num_warps=4)
+        if PERSIST_INTERPRETED and meta["BLOCK_M"] == 1:
+            config.update(BLOCK_N=4, BLOCK_K=triton.next_power_of_2(k), PERSIST=PERSIST_INTERPRETED)
     if config is not None:
-        _gemv_kernel[grid(config)](*args, **meta, **{"ACC1D": False, **config})
+        config = {"ACC1D": False, "PERSIST": 0, **config}
+        if config["PERSIST"] and (meta["BLOCK_M"] != 1 or config["BLOCK_K"] < k):
+            raise ValueError(f"decode_gemv: the persistent form needs M = 1 and BLOCK_K >= K ({k}), got M = {m}, "
+                             f"BLOCK_K = {config['BLOCK_K']}")
+        _gemv_kernel[grid(config)](*args, **meta, **config)
     else:
         kernel = _gemv_m16 if meta["BLOCK_M"] > 1 else _m1_kernel(x.device, meta, k, n0, n1, n2, prefetch)
         wrap_triton(kernel)[grid](*args, **meta)

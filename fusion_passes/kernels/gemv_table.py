@@ -101,9 +101,10 @@ def form(meta: dict) -> str:
 
 
 def as_config(entry: tuple) -> dict:
-    """A table entry as the kernel's config: BLOCK_N, BLOCK_K, PREFETCH, ACC1D, num_warps, num_stages."""
-    n, bk, prefetch, warps, stages, *acc1d = entry
-    return dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=prefetch, ACC1D=bool(acc1d and acc1d[0]), num_warps=warps,
+    """A table entry as the kernel's config: BLOCK_N, BLOCK_K, PREFETCH, ACC1D, PERSIST, num_warps, num_stages."""
+    n, bk, prefetch, warps, stages, *rest = entry
+    acc1d, persist = (list(rest) + [False, 0][len(rest):])[:2]
+    return dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=prefetch, ACC1D=bool(acc1d), PERSIST=persist, num_warps=warps,
                 num_stages=stages)
 
 

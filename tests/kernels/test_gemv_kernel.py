@@ -103,6 +103,28 @@ def test_kernel_reducing_each_tile(case, dtype, norm, monkeypatch):
     _check_kernel(case, 1, dtype, norm)
 
 
+@kernel_test
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("norm", [True, False])
+def test_persistent_form(case, dtype, norm, monkeypatch):
+    """The persistent M = 1 form (x normalised once, each program taking every P-th column block of all the
+    weights, the next block's rows loaded ahead) computes the same; two programs here, so each takes several
+    blocks, across weights."""
+    _force_loop(monkeypatch, "persistent", 1)
+    _check_kernel(case, 1, dtype, norm)
+
+
+@pytest.mark.skipif(not gemv.HAS_TRITON, reason="a launch config is the kernel's")
+def test_persistent_form_needs_whole_rows():
+    x, w = torch.randn(1, 96), torch.randn(8, 96)
+    y = torch.empty(1, 8)
+    for rows, block_k in ((1, 64), (2, 128)):
+        with pytest.raises(ValueError, match="persistent form needs M = 1 and BLOCK_K >= K"):
+            gemv._launch(x.expand(rows, 96), w, None, None, None, 1e-6, 0.0, True, None, False, y,
+                         config=dict(BLOCK_N=4, BLOCK_K=block_k, PREFETCH=True, PERSIST=1, num_warps=4))
+
+
 def _late_reference64(x, ws, nw, eps, silu):
     """The late-norm form in float64: (x * nw) @ W.T scaled by 1/rms after the dot, rounded only as it is output
     (and after silu and the product, as eager)."""
@@ -163,6 +185,21 @@ def _force_acc1d(monkeypatch) -> None:
     """Every M = 1 launch runs the ACC1D loop: the interpreter's one config, or one fixed config on CUDA."""
     monkeypatch.setattr(gemv, "ACC1D_INTERPRETED", True)
     monkeypatch.setattr(gemv, "_m1_kernel", lambda *a: gemv._fixed_kernel((16, 64, True, 4, 2, True)))
+
+
+def _force_loop(monkeypatch, loop: str, rows: int) -> None:
+    """Every M = 1 launch runs ``loop``: "tiled" (the default config), "acc1d" or "persistent" (two programs, four
+    columns a block, so each program takes several blocks); the last two are M = 1 forms, skipped for more rows."""
+    if loop == "tiled":
+        return
+    if rows > 1:
+        pytest.skip(f"the {loop} loop is an M = 1 form")
+    if loop == "acc1d":
+        _force_acc1d(monkeypatch)
+        return
+    monkeypatch.setattr(gemv, "PERSIST_INTERPRETED", 2)
+    monkeypatch.setattr(gemv, "_sm_count", lambda device: 1)
+    monkeypatch.setattr(gemv, "_m1_kernel", lambda *a: gemv._fixed_kernel((4, 128, True, 4, 1, True, 2)))
 
 
 def _autotuner_configs() -> list[tuple[int, dict]]:
@@ -250,16 +287,14 @@ def _rope64(y, cos, sin, t):
 @pytest.mark.parametrize("rows", [1, 3])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("rope_weights, widths", [(2, (64, 32, 32)), (1, (48, 32)), (2, (32, 16))])
-@pytest.mark.parametrize("acc1d", [False, True])
-def test_kernel_rope_epilogue(rows, dtype, rope_weights, widths, acc1d, monkeypatch):
+@pytest.mark.parametrize("loop", ["tiled", "acc1d", "persistent"])
+def test_kernel_rope_epilogue(rows, dtype, rope_weights, widths, loop, monkeypatch):
     """q/k rotated per head in the epilogue (each program owns column pairs j, j + 8 of 16-wide heads); v as is.
-    acc1d: the M = 1 loop reducing each tile (the H200 table's q/k/v config for the 1B shape)."""
+    acc1d: the M = 1 loop reducing each tile (the H200 table's q/k/v config for the 1B shape); persistent: the
+    persistent M = 1 form."""
     if DEVICE == "cpu" and dtype == torch.bfloat16 and rows > 1:
         pytest.skip("the interpreter's bf16 tl.dot is wrong; covered on GPU")
-    if acc1d:
-        if rows > 1:
-            pytest.skip("ACC1D is an M = 1 loop")
-        _force_acc1d(monkeypatch)
+    _force_loop(monkeypatch, loop, rows)
     torch.manual_seed(0)
     k, d = 96, 16
     x = torch.randn(rows, k, dtype=dtype, device=DEVICE)
@@ -289,17 +324,14 @@ def test_rope_needs_concatenated_head_multiples():
 @pytest.mark.parametrize("batch, seq, positions", [(1, 1, [5]), (2, 1, [0]), (1, 3, [2, 3, -1]), (2, 2, [6, 7])])
 @pytest.mark.parametrize("rope", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("acc1d", [False, True])
-def test_kv_write_epilogue_stores_exactly_the_heads(batch, seq, positions, rope, dtype, acc1d, monkeypatch):
+@pytest.mark.parametrize("loop", ["tiled", "acc1d", "persistent"])
+def test_kv_write_epilogue_stores_exactly_the_heads(batch, seq, positions, rope, dtype, loop, monkeypatch):
     """decode_gemv_kv_write gives decode_gemv's output bit for bit and leaves in the K/V caches exactly what HF's
     ``cache.index_copy_(2, pos, heads)`` leaves (negative positions count from the end, as index_put's do);
     the q output and every other cache row are untouched."""
     if DEVICE == "cpu" and dtype == torch.bfloat16 and batch * seq > 1:
         pytest.skip("the interpreter's bf16 tl.dot is wrong; covered on GPU")
-    if acc1d:
-        if batch * seq > 1:
-            pytest.skip("ACC1D is an M = 1 loop")
-        _force_acc1d(monkeypatch)
+    _force_loop(monkeypatch, loop, batch * seq)
     torch.manual_seed(0)
     k, d, heads, kv_heads, length = 64, 16, 4, 2, 8
     rows = batch * seq
@@ -328,11 +360,14 @@ def test_kv_write_epilogue_stores_exactly_the_heads(batch, seq, positions, rope,
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("present", [(True, True, True), (True, False, True), (False, True, False)])
 @pytest.mark.parametrize("rope", [False, True])
-def test_bias_epilogue(rows, dtype, present, rope, monkeypatch):
+@pytest.mark.parametrize("loop", ["tiled", "persistent"])
+def test_bias_epilogue(rows, dtype, present, rope, loop, monkeypatch):
     """bias_i is added to output i in fp32 before its one rounding (as eager's addmm) and before the rotation
-    (Qwen2's q/k/v); any subset of the outputs may have one; the late-norm form adds it after its 1/rms scale."""
+    (Qwen2's q/k/v); any subset of the outputs may have one; the late-norm form adds it after its 1/rms scale (the
+    persistent form has no late norm: it normalises x once, exactly)."""
     if DEVICE == "cpu" and dtype == torch.bfloat16 and rows > 1:
         pytest.skip("the interpreter's bf16 tl.dot is wrong; covered on GPU")
+    _force_loop(monkeypatch, loop, rows)
     torch.manual_seed(0)
     k, d, widths = 96, 16, (64, 32, 32)
     x = torch.randn(rows, k, dtype=dtype, device=DEVICE)
@@ -386,16 +421,13 @@ def test_biases_are_checked():
 @kernel_test
 @pytest.mark.parametrize("batch, seq, base, shape", [(1, 1, 5, []), (2, 2, 6, [1]), (1, 3, -3, [])])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("acc1d", [False, True])
-def test_kv_write_from_a_base_position(batch, seq, base, shape, dtype, acc1d, monkeypatch):
+@pytest.mark.parametrize("loop", ["tiled", "acc1d", "persistent"])
+def test_kv_write_from_a_base_position(batch, seq, base, shape, dtype, loop, monkeypatch):
     """index_base: the positions are base + arange(S) (HF StaticCache's ``arange(S) + cumulative_length``); the
     caches end as they do with the positions given one by one, bit for bit."""
     if DEVICE == "cpu" and dtype == torch.bfloat16 and batch * seq > 1:
         pytest.skip("the interpreter's bf16 tl.dot is wrong; covered on GPU")
-    if acc1d:
-        if batch * seq > 1:
-            pytest.skip("ACC1D is an M = 1 loop")
-        _force_acc1d(monkeypatch)
+    _force_loop(monkeypatch, loop, batch * seq)
     torch.manual_seed(0)
     k, d, heads, kv_heads, length = 64, 16, 4, 2, 8
     x = torch.randn(batch * seq, k, dtype=dtype, device=DEVICE)
@@ -434,8 +466,9 @@ def _meta(form: str) -> dict:
 
 def _one_config(kernel) -> tuple:
     [c] = kernel.configs
-    acc1d = (c.kwargs["ACC1D"],) if c.kwargs["ACC1D"] else ()  # the table's entries name it only when set
-    return (c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.kwargs["PREFETCH"], c.num_warps, c.num_stages, *acc1d)
+    kw = c.kwargs  # the table's entries name ACC1D only when set or followed by PERSIST, PERSIST only when set
+    extra = (kw["ACC1D"], kw["PERSIST"]) if kw["PERSIST"] else (kw["ACC1D"],) if kw["ACC1D"] else ()
+    return (kw["BLOCK_N"], kw["BLOCK_K"], kw["PREFETCH"], c.num_warps, c.num_stages, *extra)
 
 
 @pytest.mark.autotuners
@@ -466,16 +499,18 @@ def test_m1_launch_runs_the_measured_config_of_its_device_and_shape(monkeypatch)
 
 
 def test_table_entries_are_launchable_tiles():
-    """Powers of two the kernel's aranges accept; BLOCK_K no longer than K (a tile past K only loads zeros)."""
+    """Powers of two the kernel's aranges accept; BLOCK_K no longer than K (a tile past K only loads zeros), except
+    the persistent form's, which holds the whole row: the power of two at or above K."""
     from fusion_passes.kernels import gemv_table
 
-    for (_, form, k, *_), (n, bk, prefetch, warps, stages, *acc1d) in [
+    for (_, form, k, *_), (n, bk, prefetch, warps, stages, *rest) in [
             *gemv_table.TABLE.items(), (("", "kv", 2048), gemv_table.KV_FALLBACK)]:
         assert form in ("rope", "kv", "res", "silu", "cat")
         for v in (n, bk, warps):
             assert v & (v - 1) == 0
-        assert bk <= k and isinstance(prefetch, bool) and 1 <= stages <= 4
-        assert acc1d in ([], [True], [False])
+        assert isinstance(prefetch, bool) and 1 <= stages <= 4
+        assert rest in ([], [True], [False]) or (len(rest) == 2 and isinstance(rest[0], bool) and rest[1] >= 1)
+        assert (k <= bk < 2 * k) if len(rest) == 2 else bk <= k
     # a shape taken from cuBLAS runs the config it was measured with, never one autotuned on L2-hot weights
     for key, (ours, cublas) in gemv_table.BEATS_CUBLAS.items():
         assert key in gemv_table.TABLE and ours < cublas, key
