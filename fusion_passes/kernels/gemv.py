@@ -154,12 +154,11 @@ if triton is not None:
             tl.store(C2 + off, y, mask=ok & (which == 2))
 
     @triton.jit
-    def _weight_block(pid, W0, W1, W2, B0, B1, B2, N0, N1, N2, CONCAT_W: tl.constexpr, PAIR: tl.constexpr,
+    def _weight_block(pid, W0, W1, W2, N0, N1, N2, CONCAT_W: tl.constexpr, PAIR: tl.constexpr,
                       BLOCK_N: tl.constexpr):
-        """Which weight column block ``pid`` is (blocks cover cdiv(N0) + cdiv(N1) + cdiv(N2) in turn): its weight and
-        bias pointers, block index within that weight, the weight's width, its first output column and its index."""
+        """Which weight column block ``pid`` is (blocks cover cdiv(N0) + cdiv(N1) + cdiv(N2) in turn): its weight's
+        pointer, block index within that weight, the weight's width, its first output column and its index."""
         w_ptr = W0
-        b_ptr = B0
         blk = pid
         n_lim = N0 + pid * 0
         col0 = pid * 0
@@ -168,7 +167,6 @@ if triton is not None:
             nb0 = tl.cdiv(N0 // PAIR, BLOCK_N)
             if pid >= nb0:
                 w_ptr = W1
-                b_ptr = B1
                 blk = pid - nb0
                 n_lim = N1 + pid * 0
                 col0 = N0 + pid * 0
@@ -177,12 +175,11 @@ if triton is not None:
                 nb01 = nb0 + tl.cdiv(N1 // PAIR, BLOCK_N)
                 if pid >= nb01:
                     w_ptr = W2
-                    b_ptr = B2
                     blk = pid - nb01
                     n_lim = N2 + pid * 0
                     col0 = N0 + N1 + pid * 0
                     w_idx = 2 + pid * 0
-        return w_ptr, b_ptr, blk, n_lim, col0, w_idx
+        return w_ptr, blk, n_lim, col0, w_idx
 
     @triton.jit
     def _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE: tl.constexpr, SILU_MUL: tl.constexpr,
@@ -208,14 +205,19 @@ if triton is not None:
         return rn, rj, n_ok, w_rows, w_rows2
 
     @triton.jit
-    def _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, b_ptr, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2, stride_r,
+    def _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2, stride_r,
                   stride_y, stride_cs, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l, sc_d,
                   SILU_MUL: tl.constexpr, GELU_TANH: tl.constexpr, HAS_RES: tl.constexpr, BIAS_MASK: tl.constexpr,
                   ROPE: tl.constexpr, CACHE_MASK: tl.constexpr):
         """From the fp32 dot products y (and y_u: the up projection's, or the pair's other half) [BLOCK_M, BLOCK_N]
         of one column block to its stored outputs: bias, rounding, silu * up, residual, rope, cache and y stores."""
         T = Y.dtype.element_ty
-        if BIAS_MASK:  # in fp32 before the one rounding, as addmm's epilogue
+        if BIAS_MASK:  # in fp32 before the one rounding, as addmm's epilogue (B0-B2 all given: the launcher's stand-ins)
+            b_ptr = B0
+            if w_idx == 1:
+                b_ptr = B1
+            if w_idx == 2:
+                b_ptr = B2
             # bit w_idx of the mask, as a [BLOCK_N] vector (the interpreter mis-broadcasts a scalar bool in a mask)
             b_ok = n_ok & ((rn * 0 + (BIAS_MASK >> w_idx)) % 2 == 1)
             y = y + tl.load(b_ptr + rn, mask=b_ok, other=0.0).to(tl.float32)[None, :]
@@ -335,7 +337,7 @@ if triton is not None:
             if CONCAT_W == 3:
                 n_blocks += tl.cdiv(N2 // PAIR, BLOCK_N)
             step = tl.num_programs(0)
-            w, u = _load_block(W0, W1, W2, B0, B1, B2, N0, N1, N2, pid, K, rope_dim, CONCAT_W, PAIR, ROPE, SILU_MUL,
+            w, u = _load_block(W0, W1, W2, N0, N1, N2, pid, K, rope_dim, CONCAT_W, PAIR, ROPE, SILU_MUL,
                                TWO, BLOCK_N, BLOCK_K)
             rk = tl.arange(0, BLOCK_K)
             xf = tl.load(X + rk[None, :], mask=rk[None, :] < K, other=0.0).to(tl.float32)  # [1, BLOCK_K]
@@ -349,39 +351,37 @@ if triton is not None:
                     nw = nw + norm_offset
                 xf = (xf * nw[None, :]).to(T).to(tl.float32)
             for blk_id in range(pid, n_blocks, step):
-                w_next, u_next = _load_block(W0, W1, W2, B0, B1, B2, N0, N1, N2, blk_id + step, K, rope_dim,
+                w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, rope_dim,
                                              CONCAT_W, PAIR, ROPE, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
-                w_ptr, b_ptr, blk, n_lim, col0, w_idx = _weight_block(blk_id, W0, W1, W2, B0, B1, B2, N0, N1, N2,
-                                                                      CONCAT_W, PAIR, BLOCK_N)
+                w_ptr, blk, n_lim, col0, w_idx = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR,
+                                                               BLOCK_N)
                 rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE, SILU_MUL,
                                                             BLOCK_N)
                 y = tl.sum(w.to(tl.float32) * xf, axis=1)[None, :]
                 y_u = y
                 if TWO:
                     y_u = tl.sum(u.to(tl.float32) * xf, axis=1)[None, :]
-                _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, b_ptr, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
+                _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
                           stride_r, stride_y, stride_cs, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b,
                           sc_h, sc_l, sc_d, SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, CACHE_MASK)
                 w, u = w_next, u_next
         else:
-            w_ptr, b_ptr, blk, n_lim, col0, w_idx = _weight_block(pid, W0, W1, W2, B0, B1, B2, N0, N1, N2, CONCAT_W,
-                                                                  PAIR, BLOCK_N)
+            w_ptr, blk, n_lim, col0, w_idx = _weight_block(pid, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
             rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE, SILU_MUL, BLOCK_N)
             y, y_u = _tiled_dot(X, NW, w_rows, w_rows2, rm, m_ok, n_ok, K, stride_x, eps, norm_offset, HAS_NORM,
                                 NORM_LATE, NORM_CAST, NORM_OFFSET, TWO, BLOCK_M, BLOCK_N, BLOCK_K, PREFETCH, ACC1D,
                                 PRECISION)
-            _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, b_ptr, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2, stride_r,
+            _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2, stride_r,
                       stride_y, stride_cs, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l,
                       sc_d, SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, CACHE_MASK)
 
     @triton.jit
-    def _load_block(W0, W1, W2, B0, B1, B2, N0, N1, N2, blk_id, K, rope_dim, CONCAT_W: tl.constexpr,
+    def _load_block(W0, W1, W2, N0, N1, N2, blk_id, K, rope_dim, CONCAT_W: tl.constexpr,
                     PAIR: tl.constexpr, ROPE: tl.constexpr, SILU_MUL: tl.constexpr, TWO: tl.constexpr,
                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
         """The persistent form's weight rows [BLOCK_N, BLOCK_K] of column block blk_id (u: the second operand's rows
         when TWO, else w again), whole rows (BLOCK_K >= K); zeros past the last block."""
-        w_ptr, _, blk, n_lim, _, _ = _weight_block(blk_id, W0, W1, W2, B0, B1, B2, N0, N1, N2, CONCAT_W, PAIR,
-                                                   BLOCK_N)
+        w_ptr, blk, n_lim, _, _ = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
         _, _, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE, SILU_MUL, BLOCK_N)
         rk = tl.arange(0, BLOCK_K)
         w_mask = n_ok[:, None] & (rk < K)[None, :]
