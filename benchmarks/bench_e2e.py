@@ -163,6 +163,7 @@ def forced_policies(variant: str) -> dict[str, str]:
         "nokv": (decode_gemv.KV_WRITE_POLICY_ENV, "off"),
         "table": (gemv_table.POLICY_ENV, "on"),  # M = 1 GEMVs run gemv_table's measured configs (the default)
         "notable": (gemv_table.POLICY_ENV, "off"),  # ... or are autotuned in place
+        "tiled": (gemv_table.POLICY_ENV, "tiled"),  # ... or run its tiled entries, none of the persistent ones
         "normlate": (gemv_table.NORM_POLICY_ENV, "late"),  # M = 1 GEMVs with a norm: 1/rms after the dot
         "l2pf": (attention_sdpa.PREFETCH_POLICY_ENV, "on"),  # decode attention requests the o-proj weight into L2
     }

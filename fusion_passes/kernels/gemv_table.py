@@ -9,6 +9,10 @@ per layer 43.9 us for the 1B shapes against 46.1 us for the autotuner's picks). 
 against the loop that reduces each tile (ACC1D) and added the lm_heads; where an ACC1D config won, the comment
 gives it against the previous entry (``logs/s12_run6/gemv_configs_acc1d_*.json``).
 
+Session 17 measured the kernel's persistent form (``gemv``'s module doc) the same way; where it was faster than the
+table's tiled entry, ``PERSISTENT`` overrides that entry. ``FUSION_PASSES_GEMV_TABLE=tiled`` keeps the tiled entries
+(for measuring the two side by side).
+
 Shapes not listed here (other models, other GPUs) are autotuned as before, except the cache-writing form, which
 always runs a fixed config (``KV_FALLBACK``). ``FUSION_PASSES_GEMV_TABLE=off`` autotunes listed shapes too.
 
@@ -23,11 +27,11 @@ from __future__ import annotations
 from typing import Optional
 
 POLICY_ENV = "FUSION_PASSES_GEMV_TABLE"
-POLICIES = ("on", "off")
+POLICIES = ("on", "tiled", "off")
 NORM_POLICY_ENV = "FUSION_PASSES_GEMV_NORM"
 NORM_POLICIES = ("exact", "late")
 
-# (device name, form, K, N0, N1, N2) -> (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages[, ACC1D]).
+# (device name, form, K, N0, N1, N2) -> (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages[, ACC1D[, PERSIST]]).
 # form: "rope" (norm + q/k/v, q and k rotated), "kv" (the same + k/v cache stores), "res" (+ residual),
 # "silu" (norm + silu(gate) * up), "cat" (concatenated outputs).
 TABLE = {
@@ -59,6 +63,20 @@ TABLE = {
     ("NVIDIA H200", "cat", 2048, 256000, 0, 0): (4, 1024, True, 4, 3, True),  # 228.11 vs the autotuner's 238.58 us
     # The cache-writing q/k/v of Qwen2 and Gemma measured fastest at KV_FALLBACK's config (with BLOCK_K <= K:
     # 5.02 and 5.90 us; logs/s15_run4), so they need no entry.
+}  # fmt: skip
+
+# The persistent form where it measured faster than the entry above (logs/s17_run8, s17_run9:
+# bench_gemv_configs --persistent-only, both in one run; us per call in a CUDA graph, weights streamed from HBM).
+# It lost on the cache-writing q/k/v (1B 7.17 vs 6.75 us, 8B 17.38 vs 17.28), the 1B o (4.39 vs 4.35), the 8B down
+# (32.86 vs 30.97: its 14336-wide row needs a 16384-wide tile) and the lm_heads (1B 120.9 vs 119.4), so those keep
+# their tiled entries.
+PERSISTENT = {
+    ("NVIDIA H200", "rope", 2048, 2048, 512, 512): (1, 2048, True, 4, 1, True, 6),  # 6.01 vs 6.43 us
+    ("NVIDIA H200", "silu", 2048, 8192, 8192, 0): (1, 2048, True, 4, 1, True, 8),  # 19.10 vs 19.33 us
+    ("NVIDIA H200", "res", 8192, 2048, 0, 0): (1, 8192, True, 8, 1, True, 3),  # 10.56 vs 11.09 us
+    ("NVIDIA H200", "rope", 4096, 4096, 1024, 1024): (1, 4096, True, 8, 1, True, 3),  # 15.98 vs 17.89 us
+    ("NVIDIA H200", "res", 4096, 4096, 0, 0): (2, 4096, True, 8, 1, True, 3),  # 10.43 vs 11.06 us
+    ("NVIDIA H200", "silu", 4096, 14336, 14336, 0): (1, 4096, True, 8, 1, True, 4),  # 55.74 vs 57.74 us
 }  # fmt: skip
 
 # M = 1 shapes of 128 MiB of weights and more, where cuBLAS used to be faster (``patterns.decode_gemv`` leaves such
@@ -110,12 +128,13 @@ def as_config(entry: tuple) -> dict:
 
 def beats_cublas(device_name: str, form: str, k: int, n0: int, n1: int, n2: int) -> bool:
     """A large M = 1 shape where the table's config measured faster than cuBLAS on this device (table on)."""
-    return policy() == "on" and (device_name, form, k, n0, n1, n2) in BEATS_CUBLAS
+    return policy() != "off" and (device_name, form, k, n0, n1, n2) in BEATS_CUBLAS
 
 
 def lookup(device_name: str, meta: dict, k: int, n0: int, n1: int, n2: int) -> Optional[tuple]:
     """The measured config of an M = 1 launch, or None (not listed, or the table is off)."""
-    if policy() != "on":
+    key = (device_name, form(meta), k, n0, n1, n2)
+    if policy() == "off":
         return None
-    return TABLE.get((device_name, form(meta), k, n0, n1, n2))
+    return PERSISTENT.get(key) if policy() == "on" and key in PERSISTENT else TABLE.get(key)
 

@@ -480,9 +480,14 @@ def test_m1_launch_runs_the_measured_config_of_its_device_and_shape(monkeypatch)
     from fusion_passes.kernels import gemv_table
 
     cuda = torch.device("cuda", 0)
+    assert set(gemv_table.PERSISTENT) <= set(gemv_table.TABLE)  # each overrides a measured tiled entry
     for (device, form, k, n0, n1, n2), entry in gemv_table.TABLE.items():
         monkeypatch.setattr(gemv, "_device_name", lambda _, name=device: name)
+        persistent = gemv_table.PERSISTENT.get((device, form, k, n0, n1, n2), entry)
+        assert _one_config(gemv._m1_kernel(cuda, _meta(form), k, n0, n1, n2, None)) == persistent
+        monkeypatch.setenv(gemv_table.POLICY_ENV, "tiled")
         assert _one_config(gemv._m1_kernel(cuda, _meta(form), k, n0, n1, n2, None)) == entry
+        monkeypatch.delenv(gemv_table.POLICY_ENV)
         assert gemv._m1_kernel(cuda, _meta(form), k + 64, n0, n1, n2, None) is (
             gemv._fixed_kernel(gemv_table.KV_FALLBACK) if form == "kv" else gemv._gemv_m1[gemv.PREFETCH])
         monkeypatch.setattr(gemv, "_device_name", lambda _: "NVIDIA A100-SXM4-80GB")
@@ -494,7 +499,7 @@ def test_m1_launch_runs_the_measured_config_of_its_device_and_shape(monkeypatch)
     assert gemv._m1_kernel(cuda, _meta("silu"), 2048, 8192, 8192, 0, None) is gemv._gemv_m1[gemv.PREFETCH]
     assert _one_config(gemv._m1_kernel(cuda, _meta("kv"), 2048, 2048, 512, 512, None)) == gemv_table.KV_FALLBACK
     monkeypatch.setenv(gemv_table.POLICY_ENV, "of")
-    with pytest.raises(ValueError, match="FUSION_PASSES_GEMV_TABLE='of'; use one of on, off"):
+    with pytest.raises(ValueError, match="FUSION_PASSES_GEMV_TABLE='of'; use one of on, tiled, off"):
         gemv._m1_kernel(cuda, _meta("silu"), 2048, 8192, 8192, 0, None)
 
 
@@ -504,7 +509,7 @@ def test_table_entries_are_launchable_tiles():
     from fusion_passes.kernels import gemv_table
 
     for (_, form, k, *_), (n, bk, prefetch, warps, stages, *rest) in [
-            *gemv_table.TABLE.items(), (("", "kv", 2048), gemv_table.KV_FALLBACK)]:
+            *gemv_table.TABLE.items(), *gemv_table.PERSISTENT.items(), (("", "kv", 2048), gemv_table.KV_FALLBACK)]:
         assert form in ("rope", "kv", "res", "silu", "cat")
         for v in (n, bk, warps):
             assert v & (v - 1) == 0
