@@ -1,20 +1,32 @@
-"""Can an M = 1 GEMV of a small decoder shape get closer to a plain read of its weights? Two designs not tried before.
+"""Can an M = 1 GEMV of a small decoder shape get closer to a plain read of its weights? Designs not tried before.
 
-    python benchmarks/probe_split_gemv.py                  # GPU: the llama-1b / 8b shapes that miss 85 % of copy
-    TRITON_INTERPRET=1 python benchmarks/probe_split_gemv.py --tiny   # CPU: each design's values only
+    python benchmarks/probe_split_gemv.py --designs rowblock splitk tma     # GPU: the llama-1b / 8b shapes
+    python benchmarks/probe_split_gemv.py --designs persist rowblock --norm 1 --shapes 1b_qkv 8b_qkv
+    TRITON_INTERPRET=1 python benchmarks/probe_split_gemv.py --tiny --designs splitk persist   # CPU: values only
 
-decode_gemv gives each program BLOCK_N weight rows and streams their whole K (``rowblock`` below, its M = 1 loop
-without norm or epilogue). Against a kernel that only reads the same bytes it loses 0.7-1.3 us on the 33-50 MB
-shapes (1B down, 8B o, 8B q/k/v). Two designs change what a program streams:
+decode_gemv gives each program BLOCK_N weight rows and streams their whole K (``rowblock``: its M = 1 loop, no
+epilogue; ``rowblock-wide`` adds one-row programs, K tiles to 8192 and 16 warps). Against a kernel that only reads
+the same bytes (``read``; ``read-tiles``: other read tiles) it loses 0.7-1.3 us on the 33-50 MB shapes. Designs:
 
-    splitk:  program (n, s) reduces K slice s of its rows: WS[s, rows] = W[rows, slice] @ x[slice]
-             the program that finishes a row block last (an atomic counter, reset by it) sums WS[:, rows] -> y
-    tma:     rowblock, with the weight tiles brought in by the Hopper bulk tensor copy (a TensorDescriptor), the
-             loop software-pipelined num_stages deep into shared memory
+    splitk:   program (n, s) reduces K slice s of its rows into WS[s, rows]; the program that finishes a row
+              block last (an atomic counter, reset by it) sums WS[:, rows] -> y
+    tma:      rowblock with the weight tiles brought in by the bulk tensor copy (a TensorDescriptor), the loop
+              software-pipelined STAGES deep into shared memory
+    xmode:    rowblock's loop with x loaded as now (0), not at all (1, timing only), or with the weights past L1
+              and x kept in it (2): what the per-tile x loads cost
+    persist:  a persistent grid (P programs per SM): x loaded (and with --norm RMS-normalised) once per program
+              and kept in registers, then column blocks pid, pid + grid, ... of whole rows, the next block's rows
+              requested before this one is reduced
 
-``read`` is bench_gemv_chain's read kernel: every byte once, 16 KiB per program, no reduction across programs.
-Each design is timed over its configs, replayed from one CUDA graph over enough weight copies to stream from HBM;
-the fastest config of each is then timed per kernel by the profiler. Writes
+H200, session 17 (logs/s17_run1..6), kernel time of the fastest config by the profiler: split-K (+1.6 us and more)
+and TMA (+0.9 to +1.4 us) lose to rowblock on every shape; wider tiles change nothing; the read floor does not move
+with its tile (8.83 vs 8.93 us at 33.6 MB). Not loading x makes rowblock 0.6-0.8 us faster on the 33-50 MB shapes
+(1B down 9.82 -> 9.25 us, 8B o 9.82 -> 9.06), so the persistent form, which loads x once per program, gains most
+of that (1B down 9.44, 8B o 9.28), and more with the norm, whose prologue it runs once per program (8B q/k/v
+14.94 -> 13.70 us, 1B 5.28 -> 4.93). ``decode_gemv`` has that form since (``PERSIST``).
+
+Weights are streamed from HBM (enough copies to exceed the L2 three times, in one CUDA graph); every design is
+timed over its configs per call in the graph, then its fastest config per kernel by the profiler. Writes
 ``benchmarks/results/split_gemv_<device>_<torch>.json``.
 """
 
@@ -29,6 +41,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
+from bench_e2e import copy_bandwidth_gbs  # noqa: E402
 from bench_gemv import per_call_ms  # noqa: E402
 from bench_gemv_chain import _read_kernel, kernel_us, read  # noqa: E402
 from common import write_results  # noqa: E402
@@ -232,11 +245,7 @@ def main(argv=None) -> int:
     if device == "cuda":
         from triton.tools.tensor_descriptor import TensorDescriptor
 
-        big = torch.empty(2**30, device=device, dtype=torch.uint8)
-        out = torch.empty_like(big)
-        copy_ms = per_call_ms(lambda: out.copy_(big), device, calls=5)
-        copy_tb_s = 2 * big.numel() / copy_ms / 1e9
-        del big, out
+        copy_tb_s = copy_bandwidth_gbs(device) / 1e3
         print(f"[split] copy bandwidth {copy_tb_s:.3f} TB/s", flush=True)
     else:
         TensorDescriptor = None
@@ -255,9 +264,8 @@ def main(argv=None) -> int:
         split = Split(n, device)
         launches = {}  # name -> fn(w) launching one GEMV of w
         if "rowblock" in args.designs or "rowblock-wide" in args.designs:
-            for c in rowblock_configs(k, "rowblock-wide" in args.designs) if not args.tiny else [dict(BLOCK_N=4, BLOCK_K=32, ACC1D=True,
-                                                                      PREFETCH=True, NORM=0, num_warps=4,
-                                                                      num_stages=1)]:
+            tiny = [dict(BLOCK_N=4, BLOCK_K=32, ACC1D=True, PREFETCH=True, NORM=0, num_warps=4, num_stages=1)]
+            for c in rowblock_configs(k, "rowblock-wide" in args.designs) if not args.tiny else tiny:
                 c["NORM"] = args.norm
                 launches[name("rowblock", c)] = lambda w, c=c: _gemv_probe[(triton.cdiv(n, c["BLOCK_N"]),)](
                     x, nw, w, y, n, k, 1e-5, **c)
@@ -295,7 +303,8 @@ def main(argv=None) -> int:
                 launches[name("tma", c)] = lambda w, c=c: tma_launch(x, descs[id(w)], y, n, k, c)
         rows = []
         for cfg_name, fn in launches.items():
-            for _ in range(0 if cfg_name.startswith(("readtile", "xmode1")) else 2):  # twice: the split counters must be back at zero after a launch
+            # twice: the split counters must be back at zero after a launch (no values to check for the read / no-x)
+            for _ in range(0 if cfg_name.startswith(("readtile", "xmode1")) else 2):
                 y.zero_()
                 fn(ws[0])
                 err = (y.double() - expected).abs().max().item()
@@ -312,7 +321,8 @@ def main(argv=None) -> int:
             records += rows
             continue
         floor = per_call_ms(lambda: [read(w) for w in ws], device, calls=1) * 1e3 / calls
-        rows.append(dict(linear=lin, config="read", design="read", us=round(floor, 2), tb_s=round(nbytes / floor / 1e6, 3)))
+        rows.append(dict(linear=lin, config="read", design="read", us=round(floor, 2),
+                         tb_s=round(nbytes / floor / 1e6, 3)))
         rows.sort(key=lambda r: r["us"])
         print(f"[split] {lin} N={n} K={k} ({nbytes / 1e6:.1f} MB), per call in a graph; "
               f"85 % of copy = {nbytes / (0.85 * copy_tb_s) / 1e6:.2f} us", flush=True)

@@ -47,6 +47,13 @@ prologue and the epilogue were built in session 15 and measured on the H200 in s
 so neither was kept (``benchmarks/results/gemv_chain_early_*.json``; 1B chain 0.743 ms as shipped, 0.760 with
 each): the whole row loaded in one tile, and the o / down residual loaded before the K loop instead of after it.
 
+The persistent form (PERSIST > 0, M = 1, BLOCK_K >= K; only where ``gemv_table.PERSISTENT`` lists it) launches
+PERSIST programs per SM. Each loads the input row once, normalises it once (the exact form's roundings) and keeps it
+in registers, then takes column blocks pid, pid + grid, ... across all the weights, each one tile of whole rows,
+requesting the next block's rows before it reduces this one's. The tiled form loads x (and the norm weight) again
+with every K tile of every program: L2 traffic of 1/BLOCK_N of the weights' bytes, which cost 0.6-0.8 us on the
+33-50 MB shapes of the H200 (``benchmarks/probe_split_gemv.py``).
+
 Tile sizes are autotuned per shape.
 
 On CUDA the op launches through ``wrap_triton`` (Inductor emits the kernel in its generated code, CUDA graphs
@@ -212,7 +219,7 @@ if triton is not None:
         """From the fp32 dot products y (and y_u: the up projection's, or the pair's other half) [BLOCK_M, BLOCK_N]
         of one column block to its stored outputs: bias, rounding, silu * up, residual, rope, cache and y stores."""
         T = Y.dtype.element_ty
-        if BIAS_MASK:  # in fp32 before the one rounding, as addmm's epilogue (B0-B2 all given: the launcher's stand-ins)
+        if BIAS_MASK:  # in fp32 before the one rounding, as addmm's epilogue (B0-B2 all given: stand-ins for absent)
             b_ptr = B0
             if w_idx == 1:
                 b_ptr = B1
@@ -371,9 +378,9 @@ if triton is not None:
             y, y_u = _tiled_dot(X, NW, w_rows, w_rows2, rm, m_ok, n_ok, K, stride_x, eps, norm_offset, HAS_NORM,
                                 NORM_LATE, NORM_CAST, NORM_OFFSET, TWO, BLOCK_M, BLOCK_N, BLOCK_K, PREFETCH, ACC1D,
                                 PRECISION)
-            _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2, stride_r,
-                      stride_y, stride_cs, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l,
-                      sc_d, SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, CACHE_MASK)
+            _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
+                      stride_r, stride_y, stride_cs, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h,
+                      sc_l, sc_d, SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, CACHE_MASK)
 
     @triton.jit
     def _load_block(W0, W1, W2, N0, N1, N2, blk_id, K, rope_dim, CONCAT_W: tl.constexpr,
