@@ -17,6 +17,8 @@ the same bytes (``read``; ``read-tiles``: other read tiles) it loses 0.7-1.3 us 
     persist:  a persistent grid (P programs per SM): x loaded (and with --norm RMS-normalised) once per program
               and kept in registers, then column blocks pid, pid + grid, ... of whole rows, the next block's rows
               requested before this one is reduced
+    --grids:  the persistent design with a given number of programs, e.g. one that divides the blocks evenly
+              (session 20: does the last, partly filled round of blocks cost the tail?)
 
 H200, session 17 (logs/s17_run1..6), kernel time of the fastest config by the profiler: split-K (+1.6 us and more)
 and TMA (+0.9 to +1.4 us) lose to rowblock on every shape; wider tiles change nothing; the read floor does not move
@@ -234,9 +236,12 @@ def main(argv=None) -> int:
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--shapes", nargs="+", default=None)
     p.add_argument("--designs", nargs="+", default=["rowblock", "splitk", "tma"],
-                   choices=["rowblock", "rowblock-wide", "splitk", "tma", "read-tiles", "xmode", "persist"])
+                   choices=["rowblock", "rowblock-wide", "splitk", "tma", "read-tiles", "xmode", "persist", "none"],
+                   help="none: only the read floor and --grids")
     p.add_argument("--norm", type=int, choices=(0, 1), default=0,
                    help="1: rowblock and persist fold RMSNorm in (rowblock as decode_gemv's prologue does)")
+    p.add_argument("--grids", nargs="+", type=int, default=[],
+                   help="also the persistent design with exactly these many programs (1-2 columns a block)")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
@@ -289,6 +294,15 @@ def main(argv=None) -> int:
                 c = dict(BLOCK_N=bn, BLOCK_K=bk, PREFETCH=pf, NORM=args.norm, num_warps=w)
                 launches[name("persist", c) + f" per_sm={per_sm}"] = lambda w, c=c, g=min(nb, sms * per_sm), nb=nb: \
                     _gemv_persist[(g,)](x, nw, w, y, n, k, nb, 1e-5, **c)
+        if args.grids:  # the persistent grid sized to an exact number of programs (balanced: blocks % grid == 0)
+            bk = triton.next_power_of_2(k)
+            for bn, g, w in itertools.product((1, 2), args.grids, (4, 8)):
+                if bn * bk > 16384 or 32 * w * 8 > bn * bk:
+                    continue
+                nb = triton.cdiv(n, bn)
+                c = dict(BLOCK_N=bn, BLOCK_K=bk, PREFETCH=True, NORM=args.norm, num_warps=w)
+                launches[name("persistgrid", c) + f" grid={g} blocks/program={nb / min(g, nb):.2f}"] = \
+                    lambda w, c=c, g=min(nb, g), nb=nb: _gemv_persist[(g,)](x, nw, w, y, n, k, nb, 1e-5, **c)
         if "splitk" in args.designs:
             for c in split_configs(k) if not args.tiny else [dict(SPLIT=s, BLOCK_N=4, BLOCK_K=16, PREFETCH=pf,
                                                                    num_warps=4, num_stages=1)
@@ -326,7 +340,8 @@ def main(argv=None) -> int:
         rows.sort(key=lambda r: r["us"])
         print(f"[split] {lin} N={n} K={k} ({nbytes / 1e6:.1f} MB), per call in a graph; "
               f"85 % of copy = {nbytes / (0.85 * copy_tb_s) / 1e6:.2f} us", flush=True)
-        for design in ("read", "readtile", "rowblock", "xmode0", "xmode1", "xmode2", "persist", "splitk", "tma"):
+        for design in ("read", "readtile", "rowblock", "xmode0", "xmode1", "xmode2", "persist", "persistgrid",
+                       "splitk", "tma"):
             best = next((r for r in rows if r["design"] == design), None)
             if best is None:
                 continue
@@ -342,6 +357,10 @@ def main(argv=None) -> int:
             best["pct_copy"] = round(100 * nbytes / best["kernel_us"] / 1e6 / copy_tb_s, 1)
             print(f"    best {design:9s} {best['us']:7.2f} us in graph, kernel {best['kernel_us']:7.2f} us "
                   f"({best['pct_copy']:5.1f} % of copy)  {best['config']}", flush=True)
+        for g in args.grids:
+            best = next((r for r in rows if r["design"] == "persistgrid" and f" grid={g} " in r["config"]), None)
+            if best is not None:
+                print(f"    grid {g:5d}: {best['us']:7.2f} us in graph  {best['config']}", flush=True)
         for r in rows:
             r["copy_tb_s"] = round(copy_tb_s, 3)
         records += rows

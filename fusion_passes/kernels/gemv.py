@@ -53,6 +53,8 @@ in registers, then takes column blocks pid, pid + grid, ... across all the weigh
 requesting the next block's rows before it reduces this one's. The tiled form loads x (and the norm weight) again
 with every K tile of every program: L2 traffic of 1/BLOCK_N of the weights' bytes, which cost 0.6-0.8 us on the
 33-50 MB shapes of the H200 (``benchmarks/probe_split_gemv.py``).
+With EPI_EARLY a program also requests the next block's epilogue operands (the o / down residual, RoPE's cos and
+sin) when it requests that block's rows, so no block's epilogue waits out a load of its own.
 
 Tile sizes are autotuned per shape.
 
@@ -82,6 +84,7 @@ MAX_ROWS = 16  # the kernel's largest M: one 16-row tile (decode of up to 16 seq
 PREFETCH = True  # M = 1: the autotuner may pick the loop that loads the next K tile early (see _configs)
 ACC1D_INTERPRETED = False  # the interpreter's one config: the tests run it both ways
 PERSIST_INTERPRETED = 0  # > 0: the interpreter's M = 1 config is the persistent form, this many programs per "SM"
+EPI_EARLY_INTERPRETED = False  # ... with its epilogue operands loaded early (EPI_EARLY)
 
 
 if triton is not None:
@@ -106,13 +109,13 @@ if triton is not None:
                 (32, 256, 8, 2), (32, 512, 8, 2), (64, 128, 4, 3), (64, 256, 8, 2), (128, 128, 8, 3),
             ]  # fmt: skip
         forms = (False, True) if prefetch and not dot else (False,)
-        configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": p, "ACC1D": False, "PERSIST": 0},
+        configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": p, "ACC1D": False, "PERSIST": 0, "EPI_EARLY": False},
                                  num_warps=w, num_stages=s) for p in forms for n, k, w, s in shapes]
         if prefetch and not dot:
             # the prefetching loop reducing each tile as it goes: with one tile's registers per program, more
             # programs fit on an SM; with the norm prologue it reads within 1-8 % of a plain read of the same
             # weights on the H200 (logs/s12_run5/gemv_design_norm.json)
-            configs += [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": True, "ACC1D": True, "PERSIST": 0},
+            configs += [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": True, "ACC1D": True, "PERSIST": 0, "EPI_EARLY": False},
                                       num_warps=w, num_stages=s)
                         for n, k, w, s in ((2, 1024, 4, 1), (4, 1024, 4, 1), (8, 1024, 4, 1), (4, 1024, 4, 2),
                                            (8, 1024, 4, 2), (2, 2048, 8, 2), (4, 2048, 8, 2))]
@@ -212,12 +215,33 @@ if triton is not None:
         return rn, rj, n_ok, w_rows, w_rows2
 
     @triton.jit
-    def _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2, stride_r,
-                  stride_y, stride_cs, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l, sc_d,
+    def _epilogue_operands(R, COS, SIN, rm, m_ok, rn, rj, n_ok, stride_r, stride_cs, rope_dim, HAS_RES: tl.constexpr,
+                           ROPE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+        """What the epilogue of one column block loads, in fp32 [BLOCK_M, BLOCK_N]: the residual r and RoPE's
+        cos / sin at the pair's columns j (c1, s1) and j + h (c2, s2); zeros where the launch has none. The
+        persistent form may request them together with the block's weight rows (EPI_EARLY)."""
+        out_mask = m_ok[:, None] & n_ok[None, :]
+        r = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        c1, s1, c2, s2 = r, r, r, r
+        if HAS_RES:
+            r = tl.load(R + rm[:, None] * stride_r + rn[None, :], mask=out_mask, other=0.0).to(tl.float32)
+        if ROPE:
+            half = rope_dim // 2
+            cs = rm[:, None] * stride_cs + rj[None, :]
+            c1 = tl.load(COS + cs, mask=out_mask, other=0.0).to(tl.float32)
+            s1 = tl.load(SIN + cs, mask=out_mask, other=0.0).to(tl.float32)
+            c2 = tl.load(COS + cs + half, mask=out_mask, other=0.0).to(tl.float32)
+            s2 = tl.load(SIN + cs + half, mask=out_mask, other=0.0).to(tl.float32)
+        return r, c1, s1, c2, s2
+
+    @triton.jit
+    def _epilogue(y, y_u, r, c1, s1, c2, s2, rm, m_ok, rn, n_ok, B0, B1, B2, col0, w_idx, pos, Y, C0, C1, C2,
+                  stride_y, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l, sc_d,
                   SILU_MUL: tl.constexpr, GELU_TANH: tl.constexpr, HAS_RES: tl.constexpr, BIAS_MASK: tl.constexpr,
                   ROPE: tl.constexpr, CACHE_MASK: tl.constexpr):
         """From the fp32 dot products y (and y_u: the up projection's, or the pair's other half) [BLOCK_M, BLOCK_N]
-        of one column block to its stored outputs: bias, rounding, silu * up, residual, rope, cache and y stores."""
+        of one column block and its loaded operands (``_epilogue_operands``) to its stored outputs: bias, rounding,
+        silu * up, residual, rope, cache and y stores."""
         T = Y.dtype.element_ty
         if BIAS_MASK:  # in fp32 before the one rounding, as addmm's epilogue (B0-B2 all given: stand-ins for absent)
             b_ptr = B0
@@ -241,16 +265,10 @@ if triton is not None:
                 s = (g / (1.0 + tl.exp(-g))).to(T)
             y = (s.to(tl.float32) * y_u.to(T).to(tl.float32)).to(T)
         if HAS_RES:
-            r = tl.load(R + rm[:, None] * stride_r + rn[None, :], mask=out_mask, other=0.0)
-            y = (y.to(tl.float32) + r.to(tl.float32)).to(T)
+            y = (y.to(tl.float32) + r).to(T)
         if ROPE:
             half = rope_dim // 2
             y2 = y_u.to(T)  # the pair's other half: columns j + h
-            cs = rm[:, None] * stride_cs + rj[None, :]
-            c1 = tl.load(COS + cs, mask=out_mask, other=0.0).to(tl.float32)
-            s1 = tl.load(SIN + cs, mask=out_mask, other=0.0).to(tl.float32)
-            c2 = tl.load(COS + cs + half, mask=out_mask, other=0.0).to(tl.float32)
-            s2 = tl.load(SIN + cs + half, mask=out_mask, other=0.0).to(tl.float32)
             a, b = y.to(tl.float32), y2.to(tl.float32)
             ra = ((a * c1).to(T).to(tl.float32) + (-b * s1).to(T).to(tl.float32)).to(T)
             rb = ((b * c2).to(T).to(tl.float32) + (a * s2).to(T).to(tl.float32)).to(T)
@@ -322,6 +340,7 @@ if triton is not None:
         PREFETCH: tl.constexpr,  # M = 1 only: load the next K tile while reducing this one
         ACC1D: tl.constexpr,  # M = 1 only: reduce each tile into [BLOCK_N] (registers for one tile, not two)
         PERSIST: tl.constexpr,  # M = 1, BLOCK_K >= K only: programs per SM of the persistent form (0: tiled)
+        EPI_EARLY: tl.constexpr,  # persistent form: load a block's residual / cos / sin with its weight rows
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
     ):
         T = X.dtype.element_ty
@@ -357,30 +376,44 @@ if triton is not None:
                 if NORM_OFFSET:
                     nw = nw + norm_offset
                 xf = (xf * nw[None, :]).to(T).to(tl.float32)
+            r, c1, s1, c2, s2 = _block_operands(pid, W0, W1, W2, N0, N1, N2, K, R, COS, SIN, rm, m_ok, stride_r,
+                                                stride_cs, rope_dim, CONCAT_W, PAIR, ROPE, SILU_MUL, HAS_RES, BLOCK_M,
+                                                BLOCK_N, EPI_EARLY)
             for blk_id in range(pid, n_blocks, step):
                 w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, rope_dim,
                                              CONCAT_W, PAIR, ROPE, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
+                if EPI_EARLY:  # the next block's epilogue operands requested with its rows
+                    r_next, c1_next, s1_next, c2_next, s2_next = _block_operands(
+                        blk_id + step, W0, W1, W2, N0, N1, N2, K, R, COS, SIN, rm, m_ok, stride_r, stride_cs,
+                        rope_dim, CONCAT_W, PAIR, ROPE, SILU_MUL, HAS_RES, BLOCK_M, BLOCK_N, True)
                 w_ptr, blk, n_lim, col0, w_idx = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR,
                                                                BLOCK_N)
                 rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE, SILU_MUL,
                                                             BLOCK_N)
+                if not EPI_EARLY:
+                    r, c1, s1, c2, s2 = _epilogue_operands(R, COS, SIN, rm, m_ok, rn, rj, n_ok, stride_r, stride_cs,
+                                                           rope_dim, HAS_RES, ROPE, BLOCK_M, BLOCK_N)
                 y = tl.sum(w.to(tl.float32) * xf, axis=1)[None, :]
                 y_u = y
                 if TWO:
                     y_u = tl.sum(u.to(tl.float32) * xf, axis=1)[None, :]
-                _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
-                          stride_r, stride_y, stride_cs, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b,
-                          sc_h, sc_l, sc_d, SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, CACHE_MASK)
+                _epilogue(y, y_u, r, c1, s1, c2, s2, rm, m_ok, rn, n_ok, B0, B1, B2, col0, w_idx, pos, Y, C0, C1, C2,
+                          stride_y, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l, sc_d,
+                          SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, CACHE_MASK)
                 w, u = w_next, u_next
+                if EPI_EARLY:
+                    r, c1, s1, c2, s2 = r_next, c1_next, s1_next, c2_next, s2_next
         else:
             w_ptr, blk, n_lim, col0, w_idx = _weight_block(pid, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
             rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE, SILU_MUL, BLOCK_N)
             y, y_u = _tiled_dot(X, NW, w_rows, w_rows2, rm, m_ok, n_ok, K, stride_x, eps, norm_offset, HAS_NORM,
                                 NORM_LATE, NORM_CAST, NORM_OFFSET, TWO, BLOCK_M, BLOCK_N, BLOCK_K, PREFETCH, ACC1D,
                                 PRECISION)
-            _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
-                      stride_r, stride_y, stride_cs, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h,
-                      sc_l, sc_d, SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, CACHE_MASK)
+            r, c1, s1, c2, s2 = _epilogue_operands(R, COS, SIN, rm, m_ok, rn, rj, n_ok, stride_r, stride_cs, rope_dim,
+                                                   HAS_RES, ROPE, BLOCK_M, BLOCK_N)
+            _epilogue(y, y_u, r, c1, s1, c2, s2, rm, m_ok, rn, n_ok, B0, B1, B2, col0, w_idx, pos, Y, C0, C1, C2,
+                      stride_y, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l, sc_d,
+                      SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, CACHE_MASK)
 
     @triton.jit
     def _load_block(W0, W1, W2, N0, N1, N2, blk_id, K, rope_dim, CONCAT_W: tl.constexpr,
@@ -397,6 +430,20 @@ if triton is not None:
         if TWO:
             u = tl.load(w_rows2 + rk[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
         return w, u
+
+    @triton.jit
+    def _block_operands(blk_id, W0, W1, W2, N0, N1, N2, K, R, COS, SIN, rm, m_ok, stride_r, stride_cs, rope_dim,
+                        CONCAT_W: tl.constexpr, PAIR: tl.constexpr, ROPE: tl.constexpr, SILU_MUL: tl.constexpr,
+                        HAS_RES: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOAD: tl.constexpr):
+        """The persistent form's ``_epilogue_operands`` of column block blk_id (zeros past the last block), or
+        zeros without LOAD."""
+        if LOAD:
+            w_ptr, blk, n_lim, _, _ = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
+            rn, rj, n_ok, _, _ = _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE, SILU_MUL, BLOCK_N)
+            return _epilogue_operands(R, COS, SIN, rm, m_ok, rn, rj, n_ok, stride_r, stride_cs, rope_dim, HAS_RES,
+                                      ROPE, BLOCK_M, BLOCK_N)
+        z = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        return z, z, z, z, z
 
     @triton.jit
     def _tiled_dot(X, NW, w_rows, w_rows2, rm, m_ok, n_ok, K, stride_x, eps, norm_offset, HAS_NORM: tl.constexpr,
@@ -611,12 +658,15 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         config = dict(BLOCK_N=16, BLOCK_K=64, PREFETCH=(PREFETCH if prefetch is None else prefetch)
                       and meta["BLOCK_M"] == 1, ACC1D=ACC1D_INTERPRETED, num_warps=4)
         if PERSIST_INTERPRETED and meta["BLOCK_M"] == 1:
-            config.update(BLOCK_N=4, BLOCK_K=triton.next_power_of_2(k), PERSIST=PERSIST_INTERPRETED)
+            config.update(BLOCK_N=4, BLOCK_K=triton.next_power_of_2(k), PERSIST=PERSIST_INTERPRETED,
+                          EPI_EARLY=EPI_EARLY_INTERPRETED)
     if config is not None:
-        config = {"ACC1D": False, "PERSIST": 0, **config}
+        config = {"ACC1D": False, "PERSIST": 0, "EPI_EARLY": False, **config}
         if config["PERSIST"] and (meta["BLOCK_M"] != 1 or config["BLOCK_K"] < k):
             raise ValueError(f"decode_gemv: the persistent form needs M = 1 and BLOCK_K >= K ({k}), got M = {m}, "
                              f"BLOCK_K = {config['BLOCK_K']}")
+        if config["EPI_EARLY"] and not config["PERSIST"]:
+            raise ValueError("decode_gemv: EPI_EARLY is the persistent form's option; set PERSIST > 0 with it")
         _gemv_kernel[grid(config)](*args, **meta, **config)
     else:
         kernel = _gemv_m16 if meta["BLOCK_M"] > 1 else _m1_kernel(x.device, meta, k, n0, n1, n2, prefetch)
