@@ -17,12 +17,12 @@ its own weights and the layers run in order, so the chain streams every byte of 
 CUDA graph: ``cublas`` (the GEMMs alone, ``x @ W.T`` per weight, nothing fused: a lower bound for the unfused
 path), ``ours`` (decode_gemv as shipped: ``gemv_table``'s measured configs for the shapes it lists, the autotuner
 for the rest), ``ours-noprefetch`` (autotuned, its M = 1 loop without the next-tile prefetch), ``ours-late``
-(as ``ours``, with ``FUSION_PASSES_GEMV_NORM=late``: the norms' 1/rms applied after the dot), ``ours-early`` (as
-``ours``, the persistent residual entries of ``gemv_table`` with EPI_EARLY: the next block's residual requested with
-its rows) and ``read`` (each
+(as ``ours``, with ``FUSION_PASSES_GEMV_NORM=late``: the norms' 1/rms applied after the dot) and ``read`` (each
 GEMV replaced by a kernel that only reads the same weights: the floor for kernels of these sizes, launch and ramp-up
-included). (Session 16 measured two more forms of ours, and neither was faster, so both were dropped: the norm's row
-loaded in one tile, and the o / down residual loaded before the K loop; 1B 0.760 ms each vs 0.743, 8B 3.933 and
+included). (Session 20 measured ``ours-early``, the persistent residual GEMVs requesting each block's residual with
+its rows, and dropped it: 1B down 9.64-9.74 vs 9.55-9.63 us, 8B o 9.62-9.69 vs 9.62-9.63; ``logs/s20_run2``.)
+(Session 16 measured two more forms of ours, and neither was faster, so both were dropped: the norm's row loaded in
+one tile, and the o / down residual loaded before the K loop; 1B 0.760 ms each vs 0.743, 8B 3.933 and
 3.914 vs 3.903; ``gemv_chain_early_*.json``.) (A variant launching ours with programmatic dependent launch was
 measured on the H200 and dropped: 0.814 vs 0.804 ms for llama-1b, 4.25 vs 4.32 ms for llama-8b;
 ``gemv_chain_*.json``. Measured again in session 12 with each kernel letting the next launch first thing and
@@ -36,7 +36,6 @@ for ours, the time of each linear inside the chain (profiler). JSON goes to
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 
@@ -180,19 +179,6 @@ def autotuner_picks(prefetch: bool) -> dict:
     return {f"K={k[0]} N=({k[1]}, {k[2]}, {k[3]})": str(cfg) for k, cfg in tuner.cache.items()}
 
 
-@contextlib.contextmanager
-def early_residual_entries(on: bool):
-    """With ``on``: ``gemv_table.PERSISTENT``'s residual entries with EPI_EARLY set, for the block of code."""
-    saved = gemv_table.PERSISTENT
-    if on:
-        gemv_table.PERSISTENT = {key: (*entry[:7], True) if key[1] == "res" else entry
-                                 for key, entry in saved.items()}
-    try:
-        yield
-    finally:
-        gemv_table.PERSISTENT = saved
-
-
 def graph_ms(run, device: str) -> tuple[float, object]:
     for _ in range(3):
         run()  # autotune / warm up outside the graph
@@ -234,7 +220,7 @@ def main(argv=None) -> int:
     p.add_argument("--models", nargs="+", default=["llama-1b", "llama-8b"])
     p.add_argument("--rows", nargs="+", type=int, default=[1])
     p.add_argument("--variants", nargs="+", default=["cublas", "ours"],
-                   choices=["cublas", "ours", "ours-noprefetch", "ours-late", "ours-early", "read"])
+                   choices=["cublas", "ours", "ours-noprefetch", "ours-late", "read"])
     p.add_argument("--qkv-form", choices=QKV_FORMS, default="kv",
                    help="ours' q/k/v GEMV: plain, + RoPE, or + RoPE and the KV-cache stores (the shipped step's; "
                         "at more than one row the chain runs rope)")
@@ -261,8 +247,8 @@ def main(argv=None) -> int:
                 chains = dict(cublas=cublas_chain, read=read_chain)
                 run = chains[variant](ws, x) if variant in chains else ours_chain(ws, x, prefetch, qkv_form)
                 policies = {"ours-late": {gemv_table.NORM_POLICY_ENV: "late"}}.get(variant, {})
-                with env_set(policies), early_residual_entries(variant == "ours-early"):
-                    ms, replay = graph_ms(run, args.device)  # the table is read at every launch and the capture
+                with env_set(policies):  # read at every launch: the warm-up and the capture
+                    ms, replay = graph_ms(run, args.device)
                 rec = dict(model=model, rows=m, variant=variant,
                            qkv_form=qkv_form if variant.startswith("ours") else "", ms=round(ms, 4),
                            weight_gb=round(nbytes / 1e9, 3),

@@ -55,15 +55,12 @@ def sweep_configs() -> list[dict]:
     return out
 
 
-def persistent_configs(k: int, early=(False,), per_sm=(2, 3, 4, 6, 8)) -> list[dict]:
+def persistent_configs(k: int, per_sm=(2, 3, 4, 6, 8)) -> list[dict]:
     """The persistent form's configs for rows of K: the whole row in one tile, 1-4 columns a block, ``per_sm``
-    programs per SM, the epilogue operands loaded as ``early`` says (EPI_EARLY); at least 8 elements of a tile per
-    thread."""
+    programs per SM; at least 8 elements of a tile per thread."""
     bk = triton_next_pow2(k)
-    return [dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=True, ACC1D=True, PERSIST=p, EPI_EARLY=e, num_warps=w,
-                 num_stages=1)
-            for e in early for n in (1, 2, 4) for w in (4, 8, 16) for p in per_sm
-            if n * bk <= 16384 and 256 * w <= n * bk]
+    return [dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=True, ACC1D=True, PERSIST=p, num_warps=w, num_stages=1)
+            for n in (1, 2, 4) for w in (4, 8, 16) for p in per_sm if n * bk <= 16384 and 256 * w <= n * bk]
 
 
 def triton_next_pow2(k: int) -> int:
@@ -90,7 +87,7 @@ def table_entry(name: str, cfg: dict) -> list[dict]:
 def config_name(c: dict) -> str:
     return "N{BLOCK_N} K{BLOCK_K} w{num_warps} s{num_stages}{p}{a}{r}".format(
         **c, p=" prefetch" * c["PREFETCH"], a=" acc1d" * c.get("ACC1D", False),
-        r=f" persist{c['PERSIST']}" if c.get("PERSIST") else "") + " early" * c.get("EPI_EARLY", False)
+        r=f" persist{c['PERSIST']}" if c.get("PERSIST") else "")
 
 
 def linear_calls(name: str, cfg: dict, device, dtype, copies: int | None = None):
@@ -138,9 +135,6 @@ def main(argv=None) -> int:
                    help="only the configs reducing each tile, and gemv_table's entry for each linear to compare")
     p.add_argument("--persistent-only", action="store_true",
                    help="only the persistent form's configs, and gemv_table's entry for each linear to compare")
-    p.add_argument("--early", action="store_true",
-                   help="with --persistent-only: each config also with its epilogue operands loaded early (EPI_EARLY; "
-                        "the linears with a residual or RoPE)")
     p.add_argument("--per-sm", nargs="+", type=int, default=[2, 3, 4, 6, 8],
                    help="with --persistent-only: the programs per SM to try")
     p.add_argument("--shard", default="0/1", help="i/n: this process takes every n-th config from the i-th")
@@ -165,10 +159,9 @@ def main(argv=None) -> int:
             configs = [c for c in sweep_configs() if c.get("ACC1D")][i::n] + table_entry(name, cfg)
         if args.persistent_only:
             k = linear_shape(name, cfg)[1]
-            early = (False, True) if args.early and name in ("qkv", "qkv_kv", "o", "down") else (False,)
-            configs = (persistent_configs(k, early, args.per_sm)[i::n] + table_entry(name, cfg)) \
-                if device == "cuda" else [dict(BLOCK_N=2, BLOCK_K=triton_next_pow2(k), PREFETCH=True, ACC1D=True,
-                                               PERSIST=2, EPI_EARLY=e, num_warps=4, num_stages=1) for e in early]
+            configs = (persistent_configs(k, args.per_sm)[i::n] + table_entry(name, cfg)) if device == "cuda" else [
+                dict(BLOCK_N=2, BLOCK_K=triton_next_pow2(k), PREFETCH=True, ACC1D=True, PERSIST=2, num_warps=4,
+                     num_stages=1)]
         if args.compile_only:
             for c in configs:
                 launch(c)

@@ -53,8 +53,10 @@ in registers, then takes column blocks pid, pid + grid, ... across all the weigh
 requesting the next block's rows before it reduces this one's. The tiled form loads x (and the norm weight) again
 with every K tile of every program: L2 traffic of 1/BLOCK_N of the weights' bytes, which cost 0.6-0.8 us on the
 33-50 MB shapes of the H200 (``benchmarks/probe_split_gemv.py``).
-With EPI_EARLY a program also requests the next block's epilogue operands (the o / down residual, RoPE's cos and
-sin) when it requests that block's rows, so no block's epilogue waits out a load of its own.
+With RoPE the grid is a multiple of (rope_dim / 2) / BLOCK_N programs, so every block a program takes owns the same
+columns j within its heads: its cos / sin are loaded once, before the loop, not with every block.
+Requesting each block's residual (and cos / sin) together with its rows instead measured no faster on the H200
+(session 20, ``benchmarks/results/logs/s20_run2``: 1B down 9.64-9.74 vs 9.55-9.63 us, 8B o 9.62-9.69 vs 9.62-9.63 us).
 
 Tile sizes are autotuned per shape.
 
@@ -84,7 +86,6 @@ MAX_ROWS = 16  # the kernel's largest M: one 16-row tile (decode of up to 16 seq
 PREFETCH = True  # M = 1: the autotuner may pick the loop that loads the next K tile early (see _configs)
 ACC1D_INTERPRETED = False  # the interpreter's one config: the tests run it both ways
 PERSIST_INTERPRETED = 0  # > 0: the interpreter's M = 1 config is the persistent form, this many programs per "SM"
-EPI_EARLY_INTERPRETED = False  # ... with its epilogue operands loaded early (EPI_EARLY)
 
 
 if triton is not None:
@@ -109,13 +110,13 @@ if triton is not None:
                 (32, 256, 8, 2), (32, 512, 8, 2), (64, 128, 4, 3), (64, 256, 8, 2), (128, 128, 8, 3),
             ]  # fmt: skip
         forms = (False, True) if prefetch and not dot else (False,)
-        configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": p, "ACC1D": False, "PERSIST": 0, "EPI_EARLY": False},
+        configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": p, "ACC1D": False, "PERSIST": 0},
                                  num_warps=w, num_stages=s) for p in forms for n, k, w, s in shapes]
         if prefetch and not dot:
             # the prefetching loop reducing each tile as it goes: with one tile's registers per program, more
             # programs fit on an SM; with the norm prologue it reads within 1-8 % of a plain read of the same
             # weights on the H200 (logs/s12_run5/gemv_design_norm.json)
-            configs += [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": True, "ACC1D": True, "PERSIST": 0, "EPI_EARLY": False},
+            configs += [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": True, "ACC1D": True, "PERSIST": 0},
                                       num_warps=w, num_stages=s)
                         for n, k, w, s in ((2, 1024, 4, 1), (4, 1024, 4, 1), (8, 1024, 4, 1), (4, 1024, 4, 2),
                                            (8, 1024, 4, 2), (2, 2048, 8, 2), (4, 2048, 8, 2))]
@@ -219,7 +220,7 @@ if triton is not None:
                            ROPE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
         """What the epilogue of one column block loads, in fp32 [BLOCK_M, BLOCK_N]: the residual r and RoPE's
         cos / sin at the pair's columns j (c1, s1) and j + h (c2, s2); zeros where the launch has none. The
-        persistent form may request them together with the block's weight rows (EPI_EARLY)."""
+        persistent form loads cos / sin once per program (``_rope_operands``)."""
         out_mask = m_ok[:, None] & n_ok[None, :]
         r = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
         c1, s1, c2, s2 = r, r, r, r
@@ -340,7 +341,6 @@ if triton is not None:
         PREFETCH: tl.constexpr,  # M = 1 only: load the next K tile while reducing this one
         ACC1D: tl.constexpr,  # M = 1 only: reduce each tile into [BLOCK_N] (registers for one tile, not two)
         PERSIST: tl.constexpr,  # M = 1, BLOCK_K >= K only: programs per SM of the persistent form (0: tiled)
-        EPI_EARLY: tl.constexpr,  # persistent form: load a block's residual / cos / sin with its weight rows
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
     ):
         T = X.dtype.element_ty
@@ -376,23 +376,17 @@ if triton is not None:
                 if NORM_OFFSET:
                     nw = nw + norm_offset
                 xf = (xf * nw[None, :]).to(T).to(tl.float32)
-            r, c1, s1, c2, s2 = _block_operands(pid, W0, W1, W2, N0, N1, N2, K, R, COS, SIN, rm, m_ok, stride_r,
-                                                stride_cs, rope_dim, CONCAT_W, PAIR, ROPE, SILU_MUL, HAS_RES, BLOCK_M,
-                                                BLOCK_N, EPI_EARLY)
+            c1, s1, c2, s2 = _rope_operands(pid, W0, W1, W2, N0, N1, N2, K, COS, SIN, rm, m_ok, stride_cs,
+                                            rope_dim, CONCAT_W, PAIR, ROPE, SILU_MUL, BLOCK_M, BLOCK_N)
             for blk_id in range(pid, n_blocks, step):
                 w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, rope_dim,
                                              CONCAT_W, PAIR, ROPE, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
-                if EPI_EARLY:  # the next block's epilogue operands requested with its rows
-                    r_next, c1_next, s1_next, c2_next, s2_next = _block_operands(
-                        blk_id + step, W0, W1, W2, N0, N1, N2, K, R, COS, SIN, rm, m_ok, stride_r, stride_cs,
-                        rope_dim, CONCAT_W, PAIR, ROPE, SILU_MUL, HAS_RES, BLOCK_M, BLOCK_N, True)
                 w_ptr, blk, n_lim, col0, w_idx = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR,
                                                                BLOCK_N)
                 rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE, SILU_MUL,
                                                             BLOCK_N)
-                if not EPI_EARLY:
-                    r, c1, s1, c2, s2 = _epilogue_operands(R, COS, SIN, rm, m_ok, rn, rj, n_ok, stride_r, stride_cs,
-                                                           rope_dim, HAS_RES, ROPE, BLOCK_M, BLOCK_N)
+                r, _, _, _, _ = _epilogue_operands(R, COS, SIN, rm, m_ok, rn, rj, n_ok, stride_r, stride_cs, rope_dim,
+                                                   HAS_RES, False, BLOCK_M, BLOCK_N)
                 y = tl.sum(w.to(tl.float32) * xf, axis=1)[None, :]
                 y_u = y
                 if TWO:
@@ -401,8 +395,6 @@ if triton is not None:
                           stride_y, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l, sc_d,
                           SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, CACHE_MASK)
                 w, u = w_next, u_next
-                if EPI_EARLY:
-                    r, c1, s1, c2, s2 = r_next, c1_next, s1_next, c2_next, s2_next
         else:
             w_ptr, blk, n_lim, col0, w_idx = _weight_block(pid, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
             rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE, SILU_MUL, BLOCK_N)
@@ -432,18 +424,17 @@ if triton is not None:
         return w, u
 
     @triton.jit
-    def _block_operands(blk_id, W0, W1, W2, N0, N1, N2, K, R, COS, SIN, rm, m_ok, stride_r, stride_cs, rope_dim,
-                        CONCAT_W: tl.constexpr, PAIR: tl.constexpr, ROPE: tl.constexpr, SILU_MUL: tl.constexpr,
-                        HAS_RES: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOAD: tl.constexpr):
-        """The persistent form's ``_epilogue_operands`` of column block blk_id (zeros past the last block), or
-        zeros without LOAD."""
-        if LOAD:
-            w_ptr, blk, n_lim, _, _ = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
-            rn, rj, n_ok, _, _ = _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE, SILU_MUL, BLOCK_N)
-            return _epilogue_operands(R, COS, SIN, rm, m_ok, rn, rj, n_ok, stride_r, stride_cs, rope_dim, HAS_RES,
-                                      ROPE, BLOCK_M, BLOCK_N)
-        z = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        return z, z, z, z, z
+    def _rope_operands(pid, W0, W1, W2, N0, N1, N2, K, COS, SIN, rm, m_ok, stride_cs, rope_dim, CONCAT_W: tl.constexpr,
+                       PAIR: tl.constexpr, ROPE: tl.constexpr, SILU_MUL: tl.constexpr, BLOCK_M: tl.constexpr,
+                       BLOCK_N: tl.constexpr):
+        """The persistent form's cos / sin (``_epilogue_operands``) for every block of program pid, loaded once:
+        the grid is a multiple of (rope_dim / 2) / BLOCK_N programs (``_launch``), so all of a program's blocks own
+        the same columns j within their heads as its first block. Zeros without ROPE."""
+        w_ptr, blk, n_lim, _, _ = _weight_block(pid, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
+        rn, rj, _, _, _ = _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE, SILU_MUL, BLOCK_N)
+        _, c1, s1, c2, s2 = _epilogue_operands(None, COS, SIN, rm, m_ok, rn, rj, rj >= 0, 0, stride_cs, rope_dim,
+                                               False, ROPE, BLOCK_M, BLOCK_N)
+        return c1, s1, c2, s2
 
     @triton.jit
     def _tiled_dot(X, NW, w_rows, w_rows2, rm, m_ok, n_ok, K, stride_x, eps, norm_offset, HAS_NORM: tl.constexpr,
@@ -604,6 +595,23 @@ def _sm_count(device: torch.device) -> int:
         return 2
 
 
+def _persistent_programs(blocks: int, programs: int, block_n: int, rope_dim: int) -> int:
+    """The persistent form's grid: ``programs``, at most one per block; with RoPE (rope_dim > 0) a multiple of the
+    (rope_dim / 2) / BLOCK_N blocks a head has, so that all the blocks of a program own the same columns within
+    their heads (the kernel loads their cos / sin once)."""
+    if programs >= blocks:
+        return blocks
+    if rope_dim:
+        if (rope_dim // 2) % block_n:
+            raise ValueError(f"decode_gemv: the persistent form with RoPE needs BLOCK_N ({block_n}) to divide "
+                             f"rope_dim / 2 ({rope_dim // 2})")
+        per_head = rope_dim // 2 // block_n
+        if blocks <= per_head:
+            return blocks
+        programs = max(per_head, programs // per_head * per_head)
+    return programs
+
+
 def _block_m(m: int) -> int:
     return 1 if m == 1 else 16
 
@@ -625,7 +633,8 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
     def grid(meta):
         blocks = sum(triton.cdiv(n, meta["BLOCK_N"]) for n in widths)
         if meta.get("PERSIST", 0):  # the persistent form: PERSIST programs per SM, each taking every P-th block
-            return (min(blocks, _sm_count(x.device) * meta["PERSIST"]),)
+            return (_persistent_programs(blocks, _sm_count(x.device) * meta["PERSIST"], meta["BLOCK_N"],
+                                         rope_dim if rope else 0),)
         return (blocks,)
 
     meta = dict(
@@ -658,15 +667,12 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         config = dict(BLOCK_N=16, BLOCK_K=64, PREFETCH=(PREFETCH if prefetch is None else prefetch)
                       and meta["BLOCK_M"] == 1, ACC1D=ACC1D_INTERPRETED, num_warps=4)
         if PERSIST_INTERPRETED and meta["BLOCK_M"] == 1:
-            config.update(BLOCK_N=4, BLOCK_K=triton.next_power_of_2(k), PERSIST=PERSIST_INTERPRETED,
-                          EPI_EARLY=EPI_EARLY_INTERPRETED)
+            config.update(BLOCK_N=4, BLOCK_K=triton.next_power_of_2(k), PERSIST=PERSIST_INTERPRETED)
     if config is not None:
-        config = {"ACC1D": False, "PERSIST": 0, "EPI_EARLY": False, **config}
+        config = {"ACC1D": False, "PERSIST": 0, **config}
         if config["PERSIST"] and (meta["BLOCK_M"] != 1 or config["BLOCK_K"] < k):
             raise ValueError(f"decode_gemv: the persistent form needs M = 1 and BLOCK_K >= K ({k}), got M = {m}, "
                              f"BLOCK_K = {config['BLOCK_K']}")
-        if config["EPI_EARLY"] and not config["PERSIST"]:
-            raise ValueError("decode_gemv: EPI_EARLY is the persistent form's option; set PERSIST > 0 with it")
         _gemv_kernel[grid(config)](*args, **meta, **config)
     else:
         kernel = _gemv_m16 if meta["BLOCK_M"] > 1 else _m1_kernel(x.device, meta, k, n0, n1, n2, prefetch)

@@ -31,8 +31,7 @@ POLICIES = ("on", "tiled", "off")
 NORM_POLICY_ENV = "FUSION_PASSES_GEMV_NORM"
 NORM_POLICIES = ("exact", "late")
 
-# (device name, form, K, N0, N1, N2) -> (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages[, ACC1D[, PERSIST[,
-# EPI_EARLY]]]).
+# (device name, form, K, N0, N1, N2) -> (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages[, ACC1D[, PERSIST]]).
 # form: "rope" (norm + q/k/v, q and k rotated), "kv" (the same + k/v cache stores), "res" (+ residual),
 # "silu" (norm + silu(gate) * up), "cat" (concatenated outputs).
 TABLE = {
@@ -120,12 +119,11 @@ def form(meta: dict) -> str:
 
 
 def as_config(entry: tuple) -> dict:
-    """A table entry as the kernel's config: BLOCK_N, BLOCK_K, PREFETCH, ACC1D, PERSIST, EPI_EARLY, num_warps,
-    num_stages."""
+    """A table entry as the kernel's config: BLOCK_N, BLOCK_K, PREFETCH, ACC1D, PERSIST, num_warps, num_stages."""
     n, bk, prefetch, warps, stages, *rest = entry
-    acc1d, persist, early = (list(rest) + [False, 0, False][len(rest):])[:3]
-    return dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=prefetch, ACC1D=bool(acc1d), PERSIST=persist,
-                EPI_EARLY=bool(early), num_warps=warps, num_stages=stages)
+    acc1d, persist = (list(rest) + [False, 0][len(rest):])[:2]
+    return dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=prefetch, ACC1D=bool(acc1d), PERSIST=persist, num_warps=warps,
+                num_stages=stages)
 
 
 def beats_cublas(device_name: str, form: str, k: int, n0: int, n1: int, n2: int) -> bool:

@@ -64,7 +64,7 @@ def gemv_flags(**flags) -> dict:
     once, not at every call)."""
     return dict(CONCAT_W=1, HAS_NORM=False, NORM_LATE=False, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=False,
                 GELU_TANH=False, HAS_RES=False, BIAS_MASK=0, ROPE=False, CACHE_MASK=0, IDX_BASE=False, PREFETCH=False,
-                ACC1D=False, PERSIST=0, EPI_EARLY=False, IEEE_F32=False) | flags
+                ACC1D=False, IEEE_F32=False) | flags
 
 
 def gemv_types(dtype: str) -> dict:
@@ -115,27 +115,6 @@ def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late):
             num_warps=4, num_stages=3,
             aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
         assert len(weight_loads) == 2 * len(re.findall(r"ld\.global\.L1::evict_first\S*", plain["ptx"]))
-
-
-@pytest.mark.parametrize("mode", ["o+residual", "qkv+norm+rope+kv_write"])
-def test_persistent_gemv_compiles_and_loads_the_epilogue_operands_early_only_when_asked(mode):
-    """The persistent form compiles in both epilogue-load orders; EPI_EARLY adds the look-ahead's loads of the
-    residual / cos / sin (the plain loads: the weights stream with evict_first), so it has more of them."""
-    concat, norm, silu, res, rope, cache_mask = GEMV_MODES[mode]
-    types = gemv_types("bf16")
-    types.update(NW="*bf16") if norm else None
-    types.update(R="*bf16") if res else None
-    types.update(COS="*bf16", SIN="*bf16") if rope else None
-    types.update(C1="*bf16", C2="*bf16", IDX="*i64") if cache_mask else None
-    plain_loads = {}
-    for early in (False, True):
-        asm = compile_for_hopper(gemv._gemv_kernel, types, gemv_flags(
-            CONCAT_W=concat, HAS_NORM=norm, SILU_MUL=silu, HAS_RES=res, ROPE=rope, CACHE_MASK=cache_mask,
-            BLOCK_M=1, BLOCK_N=2, BLOCK_K=2048, PREFETCH=True, ACC1D=True, PERSIST=3, EPI_EARLY=early),
-            num_warps=8, num_stages=1, aligned=[n for n, t in types.items() if t.startswith("*") or n == "K"])
-        assert "cubin" in asm and ".target sm_90" in asm["ptx"]
-        plain_loads[early] = len(re.findall(r"ld\.global(?!\.L1::evict_first)\S*", asm["ptx"]))
-    assert plain_loads[True] > plain_loads[False] > 0, plain_loads
 
 
 def attention_types(dtype: str, scale: str = "fp32") -> dict:

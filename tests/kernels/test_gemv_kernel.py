@@ -107,39 +107,12 @@ def test_kernel_reducing_each_tile(case, dtype, norm, monkeypatch):
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("norm", [True, False])
-@pytest.mark.parametrize("loop", ["persistent", "persistent-early"])
-def test_persistent_form(case, dtype, norm, loop, monkeypatch):
+def test_persistent_form(case, dtype, norm, monkeypatch):
     """The persistent M = 1 form (x normalised once, each program taking every P-th column block of all the
-    weights, the next block's rows loaded ahead; persistent-early: with its residual too) computes the same; two
-    programs here, so each takes several blocks, across weights."""
-    if loop == "persistent-early" and CASES[case][1] != "res":
-        pytest.skip("without a residual or rope the early form loads nothing more (rope: its own tests)")
-    _force_loop(monkeypatch, loop, 1)
+    weights, the next block's rows loaded ahead) computes the same; two programs here, so each takes several
+    blocks, across weights."""
+    _force_loop(monkeypatch, "persistent", 1)
     _check_kernel(case, 1, dtype, norm)
-
-
-@kernel_test
-@pytest.mark.parametrize("form", ["res", "rope"])
-def test_persistent_early_operands_change_no_bit(form):
-    """EPI_EARLY only moves the residual / cos / sin loads: the outputs equal the persistent form's bit for bit
-    (three programs over blocks of two columns, so the last program's look-ahead runs past the last block)."""
-    torch.manual_seed(0)
-    k, d = 96, 16
-    x = torch.randn(1, k, dtype=torch.bfloat16, device=DEVICE)
-    ws = [torch.randn(n, k, dtype=torch.bfloat16, device=DEVICE) / k**0.5 for n in ((40,) if form == "res" else (48, 32))]
-    res = torch.randn(1, 40, dtype=torch.bfloat16, device=DEVICE) if form == "res" else None
-    angle = torch.rand(1, d // 2, device=DEVICE) * 6
-    cos, sin = (f(torch.cat([angle, angle], -1)).to(torch.bfloat16) for f in (torch.cos, torch.sin))
-    rope = (cos, sin, d, 2) if form == "rope" else ()
-    outs = []
-    for early in (False, True):
-        y = torch.full((1, sum(w.shape[0] for w in ws)), float("nan"), dtype=torch.bfloat16, device=DEVICE)
-        gemv._launch(x, *(ws + [None] * (3 - len(ws))), None, 1e-6, 0.0, True, res, False, y, *rope,
-                     config=dict(BLOCK_N=2, BLOCK_K=128, PREFETCH=True, ACC1D=True, PERSIST=3, EPI_EARLY=early,
-                                 num_warps=4, num_stages=1))
-        outs.append(y)
-    assert not outs[0].isnan().any()
-    assert torch.equal(outs[0], outs[1])
 
 
 @pytest.mark.skipif(not gemv.HAS_TRITON, reason="a launch config is the kernel's")
@@ -150,9 +123,45 @@ def test_persistent_form_needs_whole_rows():
         with pytest.raises(ValueError, match="persistent form needs M = 1 and BLOCK_K >= K"):
             gemv._launch(x.expand(rows, 96), w, None, None, None, 1e-6, 0.0, True, None, False, y,
                          config=dict(BLOCK_N=4, BLOCK_K=block_k, PREFETCH=True, PERSIST=1, num_warps=4))
-    with pytest.raises(ValueError, match="EPI_EARLY is the persistent form's option"):
-        gemv._launch(x, w, None, None, None, 1e-6, 0.0, True, None, False, y,
-                     config=dict(BLOCK_N=4, BLOCK_K=128, PREFETCH=True, EPI_EARLY=True, num_warps=4))
+
+
+@pytest.mark.skipif(not gemv.HAS_TRITON, reason="the persistent grid is the Triton launch's")
+def test_persistent_grid_with_rope_is_a_multiple_of_a_heads_blocks():
+    """With RoPE every program's blocks must own the same columns within their heads (cos / sin are loaded once
+    per program), so the grid rounds down to a multiple of (rope_dim / 2) / BLOCK_N; without RoPE it is as asked."""
+    programs = gemv._persistent_programs
+    assert programs(1536, 792, 1, 64) == 768  # 1B q/k/v: 6 programs per SM of 132, heads of 64
+    assert programs(3072, 396, 1, 128) == 384  # 8B q/k/v: 3 per SM
+    assert programs(1536, 792, 1, 0) == 792
+    assert programs(100, 396, 1, 64) == 100  # a program per block
+    assert programs(20, 6, 1, 64) == 20  # fewer blocks than a head has: one block per program
+    assert programs(1536, 10, 2, 64) == 16  # at least one head's worth
+    with pytest.raises(ValueError, match="BLOCK_N \\(4\\) to divide rope_dim / 2 \\(6\\)"):
+        programs(1536, 792, 4, 12)
+
+
+@kernel_test
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_persistent_rope_with_a_rounded_grid(dtype, monkeypatch):
+    """Three programs per "SM" of two give six, rounded down to four (heads of 16: 4 blocks of 2 column pairs):
+    each program then takes blocks 4 apart, whose cos / sin are those of its first block."""
+    monkeypatch.setattr(gemv, "_sm_count", lambda device: 2)
+    torch.manual_seed(0)
+    k, d, widths = 96, 16, (64, 32, 32)
+    x = torch.randn(1, k, dtype=dtype, device=DEVICE)
+    ws = [torch.randn(n, k, dtype=dtype, device=DEVICE) / k**0.5 for n in widths]
+    nw = torch.rand(k, dtype=dtype, device=DEVICE) + 0.5
+    angle = torch.rand(1, d // 2, device=DEVICE) * 6
+    cos, sin = (f(torch.cat([angle, angle], -1)).to(dtype) for f in (torch.cos, torch.sin))
+    got = torch.empty(1, sum(widths), dtype=dtype, device=DEVICE)
+    assert gemv._persistent_programs(32, 3 * 2, 2, d) == 4
+    gemv._launch(x, *ws, nw, 1e-6, 0.0, True, None, False, got, cos, sin, d, 2,
+                 config=dict(BLOCK_N=2, BLOCK_K=128, PREFETCH=True, ACC1D=True, PERSIST=3, num_warps=4))
+    plain = _reference64(x, ws, nw, 1e-6, None, False, True)
+    parts = list(plain.split(list(widths), 1))
+    want = torch.cat([_rope64(p, cos, sin, dtype) if i < 2 else p for i, p in enumerate(parts)], 1)
+    err = (got.double() - want).abs().max().item()
+    assert err <= TOL[dtype] * max(want.abs().max().item(), 1.0), err
 
 
 def _late_reference64(x, ws, nw, eps, silu):
@@ -219,8 +228,7 @@ def _force_acc1d(monkeypatch) -> None:
 
 def _force_loop(monkeypatch, loop: str, rows: int) -> None:
     """Every M = 1 launch runs ``loop``: "tiled" (the default config), "acc1d" or "persistent" (two programs, four
-    columns a block, so each program takes several blocks; "persistent-early": loading each block's epilogue
-    operands with its rows); all but "tiled" are M = 1 forms, skipped for more rows."""
+    columns a block, so each program takes several blocks); the last two are M = 1 forms, skipped for more rows."""
     if loop == "tiled":
         return
     if rows > 1:
@@ -228,11 +236,9 @@ def _force_loop(monkeypatch, loop: str, rows: int) -> None:
     if loop == "acc1d":
         _force_acc1d(monkeypatch)
         return
-    early = loop == "persistent-early"
     monkeypatch.setattr(gemv, "PERSIST_INTERPRETED", 2)
-    monkeypatch.setattr(gemv, "EPI_EARLY_INTERPRETED", early)
     monkeypatch.setattr(gemv, "_sm_count", lambda device: 1)
-    monkeypatch.setattr(gemv, "_m1_kernel", lambda *a: gemv._fixed_kernel((4, 128, True, 4, 1, True, 2, early)))
+    monkeypatch.setattr(gemv, "_m1_kernel", lambda *a: gemv._fixed_kernel((4, 128, True, 4, 1, True, 2)))
 
 
 def _autotuner_configs() -> list[tuple[int, dict]]:
@@ -320,7 +326,7 @@ def _rope64(y, cos, sin, t):
 @pytest.mark.parametrize("rows", [1, 3])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("rope_weights, widths", [(2, (64, 32, 32)), (1, (48, 32)), (2, (32, 16))])
-@pytest.mark.parametrize("loop", ["tiled", "acc1d", "persistent", "persistent-early"])
+@pytest.mark.parametrize("loop", ["tiled", "acc1d", "persistent"])
 def test_kernel_rope_epilogue(rows, dtype, rope_weights, widths, loop, monkeypatch):
     """q/k rotated per head in the epilogue (each program owns column pairs j, j + 8 of 16-wide heads); v as is.
     acc1d: the M = 1 loop reducing each tile (the H200 table's q/k/v config for the 1B shape); persistent: the
@@ -357,7 +363,7 @@ def test_rope_needs_concatenated_head_multiples():
 @pytest.mark.parametrize("batch, seq, positions", [(1, 1, [5]), (2, 1, [0]), (1, 3, [2, 3, -1]), (2, 2, [6, 7])])
 @pytest.mark.parametrize("rope", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("loop", ["tiled", "acc1d", "persistent", "persistent-early"])
+@pytest.mark.parametrize("loop", ["tiled", "acc1d", "persistent"])
 def test_kv_write_epilogue_stores_exactly_the_heads(batch, seq, positions, rope, dtype, loop, monkeypatch):
     """decode_gemv_kv_write gives decode_gemv's output bit for bit and leaves in the K/V caches exactly what HF's
     ``cache.index_copy_(2, pos, heads)`` leaves (negative positions count from the end, as index_put's do);
@@ -499,10 +505,8 @@ def _meta(form: str) -> dict:
 
 def _one_config(kernel) -> tuple:
     [c] = kernel.configs
-    kw = c.kwargs  # the table's entries name each of ACC1D, PERSIST, EPI_EARLY only when set or followed by a set one
-    extra = (kw["ACC1D"], kw["PERSIST"], kw["EPI_EARLY"])
-    while extra and not extra[-1]:
-        extra = extra[:-1]
+    kw = c.kwargs  # the table's entries name ACC1D only when set or followed by PERSIST, PERSIST only when set
+    extra = (kw["ACC1D"], kw["PERSIST"]) if kw["PERSIST"] else (kw["ACC1D"],) if kw["ACC1D"] else ()
     return (kw["BLOCK_N"], kw["BLOCK_K"], kw["PREFETCH"], c.num_warps, c.num_stages, *extra)
 
 
