@@ -18,7 +18,8 @@ the same bytes (``read``; ``read-tiles``: other read tiles) it loses 0.7-1.3 us 
               and kept in registers, then column blocks pid, pid + grid, ... of whole rows, the next block's rows
               requested before this one is reduced
     --grids:  the persistent design with a given number of programs, e.g. one that divides the blocks evenly
-              (session 20: does the last, partly filled round of blocks cost the tail?)
+              (session 20, logs/s20_run1: does the last, partly filled round of blocks cost the tail? No: on the
+              1B down 342 programs took 10.88 us per call, 396 11.02, 512 and 1024 of 2 blocks each 11.7)
 
 H200, session 17 (logs/s17_run1..6), kernel time of the fastest config by the profiler: split-K (+1.6 us and more)
 and TMA (+0.9 to +1.4 us) lose to rowblock on every shape; wider tiles change nothing; the read floor does not move

@@ -13,7 +13,6 @@
 #   bash benchmarks/run_gpu.sh prefill8b   # llama-8b-shaped prefill 2048, batch 1
 #   bash benchmarks/run_gpu.sh prefill_b8  # llama-1b prefill 512/2048 at batch 8 without CUDA graphs
 #   bash benchmarks/run_gpu.sh persist [model]  # the persistent GEMV form's configs vs the table's (session 17)
-#   bash benchmarks/run_gpu.sh ropeonce  # the persistent q/k/v forms (cos / sin loaded once per program) vs the table
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -200,21 +199,6 @@ case "${1:-}" in
     wait
     timeout 240 python3 benchmarks/bench_gemv_configs.py --model "${2:-llama-1b}" --persistent-only \
       --out "$OUT/gemv_configs_persist_${2:-llama-1b}.json" 2>&1 | grep -v Warn | tail -40 ;;
-  ropeonce)  # session 20: the persistent q/k/v forms loading cos / sin once per program, 1B and 8B, next to the
-              # tiled table entry; then the persistent form's kernel tests on CUDA
-    for m in llama-1b llama-8b; do
-      for i in 0 1 2 3 4 5 6 7; do
-        timeout 150 python3 benchmarks/bench_gemv_configs.py --model $m --persistent-only --linears qkv qkv_kv \
-          --compile-only --shard $i/8 > /dev/null 2>&1 &
-      done
-      wait
-    done
-    for m in llama-1b llama-8b; do
-      timeout 150 python3 benchmarks/bench_gemv_configs.py --model $m --persistent-only --linears qkv qkv_kv \
-        --out "$OUT/gemv_configs_ropeonce_$m.json" 2>&1 | grep -v Warn | tail -12
-    done
-    timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_gemv_kernel.py \
-      -k "persistent or rope or kv_write or table or launch" 2>&1 | tail -3 ;;
   chain)
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch read --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -16 ;;
   design)  # compiles in 8 processes first, then one process times (logs/s12_run4, s12_run5)
@@ -295,6 +279,6 @@ case "${1:-}" in
       | grep -v Warning | tail -6 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|persist|ropeonce|qwen2|arch|validate1|validate2|validate3|validate4|validate5|l2pf" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|persist|qwen2|arch|validate1|validate2|validate3|validate4|validate5|l2pf" >&2
      exit 2 ;;
 esac

@@ -53,10 +53,12 @@ in registers, then takes column blocks pid, pid + grid, ... across all the weigh
 requesting the next block's rows before it reduces this one's. The tiled form loads x (and the norm weight) again
 with every K tile of every program: L2 traffic of 1/BLOCK_N of the weights' bytes, which cost 0.6-0.8 us on the
 33-50 MB shapes of the H200 (``benchmarks/probe_split_gemv.py``).
-With RoPE the grid is a multiple of (rope_dim / 2) / BLOCK_N programs, so every block a program takes owns the same
-columns j within its heads: its cos / sin are loaded once, before the loop, not with every block.
-Requesting each block's residual (and cos / sin) together with its rows instead measured no faster on the H200
-(session 20, ``benchmarks/results/logs/s20_run2``: 1B down 9.64-9.74 vs 9.55-9.63 us, 8B o 9.62-9.69 vs 9.62-9.63 us).
+Session 20 tried two more changes to it on the H200, and neither was faster, so neither was kept: each block's
+epilogue operands (the o / down residual, RoPE's cos / sin) requested together with its rows, one block ahead (chain,
+``benchmarks/results/logs/s20_run2``: 1B down 9.64-9.74 vs 9.55-9.63 us, 8B o 9.62-9.69 vs 9.62-9.63 us); and, with a
+grid that is a multiple of a head's blocks, cos / sin loaded once per program (``logs/s20_run3``: the cache-writing
+q/k/v still 0.14-0.17 us behind the tiled entry, as in session 17). Sizing the grid so that every program takes the
+same number of blocks gained nothing either (``logs/s20_run1/split_gemv_grids.json``).
 
 Tile sizes are autotuned per shape.
 
@@ -216,33 +218,12 @@ if triton is not None:
         return rn, rj, n_ok, w_rows, w_rows2
 
     @triton.jit
-    def _epilogue_operands(R, COS, SIN, rm, m_ok, rn, rj, n_ok, stride_r, stride_cs, rope_dim, HAS_RES: tl.constexpr,
-                           ROPE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-        """What the epilogue of one column block loads, in fp32 [BLOCK_M, BLOCK_N]: the residual r and RoPE's
-        cos / sin at the pair's columns j (c1, s1) and j + h (c2, s2); zeros where the launch has none. The
-        persistent form loads cos / sin once per program (``_rope_operands``)."""
-        out_mask = m_ok[:, None] & n_ok[None, :]
-        r = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        c1, s1, c2, s2 = r, r, r, r
-        if HAS_RES:
-            r = tl.load(R + rm[:, None] * stride_r + rn[None, :], mask=out_mask, other=0.0).to(tl.float32)
-        if ROPE:
-            half = rope_dim // 2
-            cs = rm[:, None] * stride_cs + rj[None, :]
-            c1 = tl.load(COS + cs, mask=out_mask, other=0.0).to(tl.float32)
-            s1 = tl.load(SIN + cs, mask=out_mask, other=0.0).to(tl.float32)
-            c2 = tl.load(COS + cs + half, mask=out_mask, other=0.0).to(tl.float32)
-            s2 = tl.load(SIN + cs + half, mask=out_mask, other=0.0).to(tl.float32)
-        return r, c1, s1, c2, s2
-
-    @triton.jit
-    def _epilogue(y, y_u, r, c1, s1, c2, s2, rm, m_ok, rn, n_ok, B0, B1, B2, col0, w_idx, pos, Y, C0, C1, C2,
-                  stride_y, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l, sc_d,
+    def _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2, stride_r,
+                  stride_y, stride_cs, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l, sc_d,
                   SILU_MUL: tl.constexpr, GELU_TANH: tl.constexpr, HAS_RES: tl.constexpr, BIAS_MASK: tl.constexpr,
                   ROPE: tl.constexpr, CACHE_MASK: tl.constexpr):
         """From the fp32 dot products y (and y_u: the up projection's, or the pair's other half) [BLOCK_M, BLOCK_N]
-        of one column block and its loaded operands (``_epilogue_operands``) to its stored outputs: bias, rounding,
-        silu * up, residual, rope, cache and y stores."""
+        of one column block to its stored outputs: bias, rounding, silu * up, residual, rope, cache and y stores."""
         T = Y.dtype.element_ty
         if BIAS_MASK:  # in fp32 before the one rounding, as addmm's epilogue (B0-B2 all given: stand-ins for absent)
             b_ptr = B0
@@ -266,10 +247,16 @@ if triton is not None:
                 s = (g / (1.0 + tl.exp(-g))).to(T)
             y = (s.to(tl.float32) * y_u.to(T).to(tl.float32)).to(T)
         if HAS_RES:
-            y = (y.to(tl.float32) + r).to(T)
+            r = tl.load(R + rm[:, None] * stride_r + rn[None, :], mask=out_mask, other=0.0)
+            y = (y.to(tl.float32) + r.to(tl.float32)).to(T)
         if ROPE:
             half = rope_dim // 2
             y2 = y_u.to(T)  # the pair's other half: columns j + h
+            cs = rm[:, None] * stride_cs + rj[None, :]
+            c1 = tl.load(COS + cs, mask=out_mask, other=0.0).to(tl.float32)
+            s1 = tl.load(SIN + cs, mask=out_mask, other=0.0).to(tl.float32)
+            c2 = tl.load(COS + cs + half, mask=out_mask, other=0.0).to(tl.float32)
+            s2 = tl.load(SIN + cs + half, mask=out_mask, other=0.0).to(tl.float32)
             a, b = y.to(tl.float32), y2.to(tl.float32)
             ra = ((a * c1).to(T).to(tl.float32) + (-b * s1).to(T).to(tl.float32)).to(T)
             rb = ((b * c2).to(T).to(tl.float32) + (a * s2).to(T).to(tl.float32)).to(T)
@@ -376,8 +363,6 @@ if triton is not None:
                 if NORM_OFFSET:
                     nw = nw + norm_offset
                 xf = (xf * nw[None, :]).to(T).to(tl.float32)
-            c1, s1, c2, s2 = _rope_operands(pid, W0, W1, W2, N0, N1, N2, K, COS, SIN, rm, m_ok, stride_cs,
-                                            rope_dim, CONCAT_W, PAIR, ROPE, SILU_MUL, BLOCK_M, BLOCK_N)
             for blk_id in range(pid, n_blocks, step):
                 w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, rope_dim,
                                              CONCAT_W, PAIR, ROPE, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
@@ -385,15 +370,13 @@ if triton is not None:
                                                                BLOCK_N)
                 rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE, SILU_MUL,
                                                             BLOCK_N)
-                r, _, _, _, _ = _epilogue_operands(R, COS, SIN, rm, m_ok, rn, rj, n_ok, stride_r, stride_cs, rope_dim,
-                                                   HAS_RES, False, BLOCK_M, BLOCK_N)
                 y = tl.sum(w.to(tl.float32) * xf, axis=1)[None, :]
                 y_u = y
                 if TWO:
                     y_u = tl.sum(u.to(tl.float32) * xf, axis=1)[None, :]
-                _epilogue(y, y_u, r, c1, s1, c2, s2, rm, m_ok, rn, n_ok, B0, B1, B2, col0, w_idx, pos, Y, C0, C1, C2,
-                          stride_y, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l, sc_d,
-                          SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, CACHE_MASK)
+                _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
+                          stride_r, stride_y, stride_cs, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b,
+                          sc_h, sc_l, sc_d, SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, CACHE_MASK)
                 w, u = w_next, u_next
         else:
             w_ptr, blk, n_lim, col0, w_idx = _weight_block(pid, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
@@ -401,11 +384,9 @@ if triton is not None:
             y, y_u = _tiled_dot(X, NW, w_rows, w_rows2, rm, m_ok, n_ok, K, stride_x, eps, norm_offset, HAS_NORM,
                                 NORM_LATE, NORM_CAST, NORM_OFFSET, TWO, BLOCK_M, BLOCK_N, BLOCK_K, PREFETCH, ACC1D,
                                 PRECISION)
-            r, c1, s1, c2, s2 = _epilogue_operands(R, COS, SIN, rm, m_ok, rn, rj, n_ok, stride_r, stride_cs, rope_dim,
-                                                   HAS_RES, ROPE, BLOCK_M, BLOCK_N)
-            _epilogue(y, y_u, r, c1, s1, c2, s2, rm, m_ok, rn, n_ok, B0, B1, B2, col0, w_idx, pos, Y, C0, C1, C2,
-                      stride_y, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l, sc_d,
-                      SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, CACHE_MASK)
+            _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
+                      stride_r, stride_y, stride_cs, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h,
+                      sc_l, sc_d, SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, CACHE_MASK)
 
     @triton.jit
     def _load_block(W0, W1, W2, N0, N1, N2, blk_id, K, rope_dim, CONCAT_W: tl.constexpr,
@@ -422,19 +403,6 @@ if triton is not None:
         if TWO:
             u = tl.load(w_rows2 + rk[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
         return w, u
-
-    @triton.jit
-    def _rope_operands(pid, W0, W1, W2, N0, N1, N2, K, COS, SIN, rm, m_ok, stride_cs, rope_dim, CONCAT_W: tl.constexpr,
-                       PAIR: tl.constexpr, ROPE: tl.constexpr, SILU_MUL: tl.constexpr, BLOCK_M: tl.constexpr,
-                       BLOCK_N: tl.constexpr):
-        """The persistent form's cos / sin (``_epilogue_operands``) for every block of program pid, loaded once:
-        the grid is a multiple of (rope_dim / 2) / BLOCK_N programs (``_launch``), so all of a program's blocks own
-        the same columns j within their heads as its first block. Zeros without ROPE."""
-        w_ptr, blk, n_lim, _, _ = _weight_block(pid, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
-        rn, rj, _, _, _ = _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE, SILU_MUL, BLOCK_N)
-        _, c1, s1, c2, s2 = _epilogue_operands(None, COS, SIN, rm, m_ok, rn, rj, rj >= 0, 0, stride_cs, rope_dim,
-                                               False, ROPE, BLOCK_M, BLOCK_N)
-        return c1, s1, c2, s2
 
     @triton.jit
     def _tiled_dot(X, NW, w_rows, w_rows2, rm, m_ok, n_ok, K, stride_x, eps, norm_offset, HAS_NORM: tl.constexpr,
@@ -595,23 +563,6 @@ def _sm_count(device: torch.device) -> int:
         return 2
 
 
-def _persistent_programs(blocks: int, programs: int, block_n: int, rope_dim: int) -> int:
-    """The persistent form's grid: ``programs``, at most one per block; with RoPE (rope_dim > 0) a multiple of the
-    (rope_dim / 2) / BLOCK_N blocks a head has, so that all the blocks of a program own the same columns within
-    their heads (the kernel loads their cos / sin once)."""
-    if programs >= blocks:
-        return blocks
-    if rope_dim:
-        if (rope_dim // 2) % block_n:
-            raise ValueError(f"decode_gemv: the persistent form with RoPE needs BLOCK_N ({block_n}) to divide "
-                             f"rope_dim / 2 ({rope_dim // 2})")
-        per_head = rope_dim // 2 // block_n
-        if blocks <= per_head:
-            return blocks
-        programs = max(per_head, programs // per_head * per_head)
-    return programs
-
-
 def _block_m(m: int) -> int:
     return 1 if m == 1 else 16
 
@@ -633,8 +584,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
     def grid(meta):
         blocks = sum(triton.cdiv(n, meta["BLOCK_N"]) for n in widths)
         if meta.get("PERSIST", 0):  # the persistent form: PERSIST programs per SM, each taking every P-th block
-            return (_persistent_programs(blocks, _sm_count(x.device) * meta["PERSIST"], meta["BLOCK_N"],
-                                         rope_dim if rope else 0),)
+            return (min(blocks, _sm_count(x.device) * meta["PERSIST"]),)
         return (blocks,)
 
     meta = dict(

@@ -125,45 +125,6 @@ def test_persistent_form_needs_whole_rows():
                          config=dict(BLOCK_N=4, BLOCK_K=block_k, PREFETCH=True, PERSIST=1, num_warps=4))
 
 
-@pytest.mark.skipif(not gemv.HAS_TRITON, reason="the persistent grid is the Triton launch's")
-def test_persistent_grid_with_rope_is_a_multiple_of_a_heads_blocks():
-    """With RoPE every program's blocks must own the same columns within their heads (cos / sin are loaded once
-    per program), so the grid rounds down to a multiple of (rope_dim / 2) / BLOCK_N; without RoPE it is as asked."""
-    programs = gemv._persistent_programs
-    assert programs(1536, 792, 1, 64) == 768  # 1B q/k/v: 6 programs per SM of 132, heads of 64
-    assert programs(3072, 396, 1, 128) == 384  # 8B q/k/v: 3 per SM
-    assert programs(1536, 792, 1, 0) == 792
-    assert programs(100, 396, 1, 64) == 100  # a program per block
-    assert programs(20, 6, 1, 64) == 20  # fewer blocks than a head has: one block per program
-    assert programs(1536, 10, 2, 64) == 16  # at least one head's worth
-    with pytest.raises(ValueError, match="BLOCK_N \\(4\\) to divide rope_dim / 2 \\(6\\)"):
-        programs(1536, 792, 4, 12)
-
-
-@kernel_test
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_persistent_rope_with_a_rounded_grid(dtype, monkeypatch):
-    """Three programs per "SM" of two give six, rounded down to four (heads of 16: 4 blocks of 2 column pairs):
-    each program then takes blocks 4 apart, whose cos / sin are those of its first block."""
-    monkeypatch.setattr(gemv, "_sm_count", lambda device: 2)
-    torch.manual_seed(0)
-    k, d, widths = 96, 16, (64, 32, 32)
-    x = torch.randn(1, k, dtype=dtype, device=DEVICE)
-    ws = [torch.randn(n, k, dtype=dtype, device=DEVICE) / k**0.5 for n in widths]
-    nw = torch.rand(k, dtype=dtype, device=DEVICE) + 0.5
-    angle = torch.rand(1, d // 2, device=DEVICE) * 6
-    cos, sin = (f(torch.cat([angle, angle], -1)).to(dtype) for f in (torch.cos, torch.sin))
-    got = torch.empty(1, sum(widths), dtype=dtype, device=DEVICE)
-    assert gemv._persistent_programs(32, 3 * 2, 2, d) == 4
-    gemv._launch(x, *ws, nw, 1e-6, 0.0, True, None, False, got, cos, sin, d, 2,
-                 config=dict(BLOCK_N=2, BLOCK_K=128, PREFETCH=True, ACC1D=True, PERSIST=3, num_warps=4))
-    plain = _reference64(x, ws, nw, 1e-6, None, False, True)
-    parts = list(plain.split(list(widths), 1))
-    want = torch.cat([_rope64(p, cos, sin, dtype) if i < 2 else p for i, p in enumerate(parts)], 1)
-    err = (got.double() - want).abs().max().item()
-    assert err <= TOL[dtype] * max(want.abs().max().item(), 1.0), err
-
-
 def _late_reference64(x, ws, nw, eps, silu):
     """The late-norm form in float64: (x * nw) @ W.T scaled by 1/rms after the dot, rounded only as it is output
     (and after silu and the product, as eager)."""
