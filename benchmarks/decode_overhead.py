@@ -2,6 +2,7 @@
 
     python benchmarks/decode_overhead.py                       # GPU: llama-1b, eager attention, decode at 1024
     python benchmarks/decode_overhead.py --tiny --device cpu   # CPU smoke run
+    python benchmarks/decode_overhead.py --workload prefill-512 --variants stock fusion_passes   # a prefill call
 
 For each variant (default: stock and ours, both with CUDA graphs) it measures one HF Llama decode step five ways:
 
@@ -78,6 +79,8 @@ def main(argv=None) -> int:
     p.add_argument("--model", default="llama-1b")
     p.add_argument("--attn", default="eager")
     p.add_argument("--context", type=int, default=1024)
+    p.add_argument("--workload", default=None,
+                   help="a bench_e2e workload in place of decode at --context, e.g. prefill-512 (batch 1)")
     p.add_argument("--variants", nargs="+",
                    default=["stock+cudagraphs", "fusion_passes+cudagraphs"])
     p.add_argument("--cprofile", type=int, default=20, help="steps under cProfile (0: skip)")
@@ -87,14 +90,17 @@ def main(argv=None) -> int:
     cuda = args.device.startswith("cuda")
     if args.tiny:
         args.model, args.context, args.cprofile = "tiny", 16, 2
+        if args.workload:
+            args.workload = args.workload.split("-")[0] + "-16"
     dtype = run_dtype(args)
     model = build_model(args.model, args.attn, args.device, dtype)
-    fresh_step = workload_inputs(model, f"decode-{args.context}", 1, args.device)
+    workload = args.workload or f"decode-{args.context}"
+    fresh_step = workload_inputs(model, workload, 1, args.device)
     records = []
-    # each step writes the next cache slot (the static cache has 256 past the context): ~230 steps per variant
+    # each decode step writes the next cache slot (the static cache has 256 past the context): ~230 steps per variant
     for variant in args.variants:
         step = functools.partial(step_for(variant, fresh_step()), make_variant(model, variant))
-        rec = dict(model=args.model, attn=args.attn, workload=f"decode-{args.context}", variant=variant)
+        rec = dict(model=args.model, attn=args.attn, workload=workload, variant=variant)
         with torch.no_grad():
             for _ in range(3):
                 step()
