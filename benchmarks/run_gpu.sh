@@ -14,6 +14,7 @@
 #   bash benchmarks/run_gpu.sh prefill_b8  # llama-1b prefill 512/2048 at batch 8 without CUDA graphs
 #   bash benchmarks/run_gpu.sh persist [model]  # the persistent GEMV form's configs vs the table's (session 17)
 #   bash benchmarks/run_gpu.sh prefill_host  # 1B prefill 512 x 1 without graphs: time, host share, host functions
+#   bash benchmarks/run_gpu.sh host_ops  # host time per call of the prefill's ops and models, stock vs ours
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -206,6 +207,11 @@ case "${1:-}" in
       --variants eager stock fusion_passes --out "$OUT/e2e_prefill512.json" 2>&1 | grep -v Warn | tail -12
     timeout 300 python3 benchmarks/decode_overhead.py --workload prefill-512 --variants stock fusion_passes \
       --cprofile 10 --top 30 --out "$OUT/prefill_overhead.json" 2>&1 | grep -v Warn | tail -75 ;;
+  host_ops)  # session 20: host time per call of the ops the 1B 512-token prefill graphs differ in, and of the
+             # compiled models (packed_linear's paths counted); then the prefill with ours timed before stock
+    timeout 200 python3 benchmarks/probe_host_overhead.py --out "$OUT/host_overhead.json" 2>&1 | grep -v Warn | tail -14
+    timeout 200 python3 benchmarks/bench_e2e.py --attn eager --workloads prefill-512 --batches 1 \
+      --variants fusion_passes stock --out "$OUT/e2e_prefill512_reversed.json" 2>&1 | grep -v Warn | tail -5 ;;
   chain)
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch read --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -16 ;;
   design)  # compiles in 8 processes first, then one process times (logs/s12_run4, s12_run5)
@@ -286,6 +292,6 @@ case "${1:-}" in
       | grep -v Warning | tail -6 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|persist|prefill_host|qwen2|arch|validate1|validate2|validate3|validate4|validate5|l2pf" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|persist|prefill_host|host_ops|qwen2|arch|validate1|validate2|validate3|validate4|validate5|l2pf" >&2
      exit 2 ;;
 esac

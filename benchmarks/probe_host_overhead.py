@@ -1,0 +1,115 @@
+"""Host time per call of the ops a 512-token prefill launches, ours vs stock's: where does ours' host time go?
+
+    python benchmarks/probe_host_overhead.py            # GPU: llama-1b shapes, bf16
+    python benchmarks/probe_host_overhead.py --tiny     # CPU smoke run
+
+Without CUDA graphs a 1B prefill of 512 tokens at batch 1 is bound by the host: ours launches fewer kernels than
+stock (213 vs 279) and keeps the GPU busy for less time (2.54 vs 3.06 ms), but its call took longer (session 20,
+``logs/s20_run4``: host 11.6 vs 8.3 ms). This times each op the two graphs differ in, alone, as the host sees it:
+``calls`` launches back to back, one sync at the end, wall time per call (the GPU runs them faster than the host
+issues them at these sizes, so this is the host's time). Then the compiled HF model itself (stock, ours) with
+``packed_linear``'s counters, to see whether its steady state is the one-GEMM path. Writes
+``benchmarks/results/host_overhead_<device>_<torch>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from bench_e2e import CONFIGS, build_model, make_variant, workload_inputs  # noqa: E402
+from common import add_run_args, run_dtype, write_results  # noqa: E402
+
+from fusion_passes.kernels import packed_linear  # noqa: E402
+
+
+def host_us(fn, device: str, calls: int = 200) -> float:
+    """Wall time per call of ``calls`` calls of ``fn``, one synchronisation at the end (median of 5)."""
+    times = []
+    for _ in range(6):
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) / calls * 1e6)
+    return sorted(times[1:])[2]
+
+
+def op_rows(cfg: dict, tokens: int, device: str, dtype) -> list[dict]:
+    h, f = cfg["hidden_size"], cfg["intermediate_size"]
+    heads, kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    d = h // heads
+    x = torch.randn(tokens, h, device=device, dtype=dtype)
+    wq, wk, wv = (torch.randn(n, h, device=device, dtype=dtype) for n in (h, kv_heads * d, kv_heads * d))
+    wg, wu = (torch.randn(f, h, device=device, dtype=dtype) for _ in range(2))
+    qkv, gate_up = [wq, wk, wv], [wg, wu]
+    op = torch.ops.fusion_passes.packed_linear
+    op(x, qkv), op(x, gate_up)  # packs them (once)
+    q = torch.randn(1, heads, tokens, d, device=device, dtype=dtype)
+    k, v = (torch.randn(1, kv_heads, tokens, d, device=device, dtype=dtype) for _ in range(2))
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    cases = {
+        "mm x [T, H] @ Wq.T": lambda: torch.mm(x, wq.t()),
+        "3 mm (q, k, v)": lambda: [torch.mm(x, w.t()) for w in qkv],
+        "packed_linear (q, k, v)": lambda: op(x, qkv),
+        "2 mm (gate, up)": lambda: [torch.mm(x, w.t()) for w in gate_up],
+        "packed_linear (gate, up)": lambda: op(x, gate_up),
+        "_stacked_view (q, k, v), Python": lambda: packed_linear._stacked_view(qkv),
+        "sdpa causal, enable_gqa": lambda: sdpa(q, k, v, is_causal=True, enable_gqa=True),
+        "sdpa causal, K/V repeated": lambda: sdpa(q, k.repeat_interleave(heads // kv_heads, 1),
+                                                  v.repeat_interleave(heads // kv_heads, 1), is_causal=True),
+        "bmm q @ k.T (stock's eager attention, 1 of 2)": lambda: torch.bmm(
+            q.view(heads, tokens, d), q.view(heads, tokens, d).transpose(1, 2)),
+    }
+    rows = []
+    for name, fn in cases.items():
+        fn()
+        rows.append(dict(case=name, tokens=tokens, host_us=round(host_us(fn, device), 2)))
+        print(f"[host] {name:48s} {rows[-1]['host_us']:8.2f} us per call", flush=True)
+    return rows
+
+
+def model_rows(model_name: str, attn: str, tokens: int, device: str, dtype) -> list[dict]:
+    model = build_model(model_name, attn, device, dtype)
+    step = workload_inputs(model, f"prefill-{tokens}", 1, device)()
+    rows = []
+    for variant in ("stock", "fusion_passes"):
+        compiled = make_variant(model, variant)
+        with torch.no_grad():
+            for _ in range(3):
+                step(compiled)
+            before = dict(packed_linear.STATS)
+            us = host_us(lambda: step(compiled), device, calls=20)
+        counts = {k: packed_linear.STATS[k] - before.get(k, 0) for k in packed_linear.STATS}
+        rows.append(dict(case=f"{model_name} {attn} prefill, {variant}", tokens=tokens, host_us=round(us, 1),
+                         packed_linear_paths=counts))
+        print(f"[host] {rows[-1]['case']:48s} {us:8.1f} us per call; packed_linear paths over those calls: "
+              f"{counts}", flush=True)
+    return rows
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="llama-1b")
+    p.add_argument("--attn", default="eager")
+    p.add_argument("--tokens", type=int, default=512)
+    add_run_args(p)
+    args = p.parse_args(argv)
+    model = "tiny" if args.tiny else args.model
+    tokens = 16 if args.tiny else args.tokens
+    dtype = run_dtype(args, variants_attr=None)
+    rows = op_rows(CONFIGS[model], tokens, args.device, dtype)
+    rows += model_rows(model, args.attn, tokens, args.device, dtype)
+    return write_results(rows, "host_overhead", args.out, key=("case", "tokens"), device=args.device)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
