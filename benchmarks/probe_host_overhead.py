@@ -7,8 +7,10 @@ Without CUDA graphs a 1B prefill of 512 tokens at batch 1 is bound by the host: 
 stock (213 vs 279) and keeps the GPU busy for less time (2.54 vs 3.06 ms), but its call took longer (session 20,
 ``logs/s20_run4``: host 11.6 vs 8.3 ms). This times each op the two graphs differ in, alone, as the host sees it:
 ``calls`` launches back to back, one sync at the end, wall time per call (the GPU runs them faster than the host
-issues them at these sizes, so this is the host's time). Then the compiled HF model itself (stock, ours) with
-``packed_linear``'s counters, to see whether its steady state is the one-GEMM path. Writes
+issues them at these sizes, so this is the host's time). Then the compiled HF model itself (stock, ours): back to
+back, synchronised each call (CUDA events, as ``bench_e2e``), one call with its sync, ``packed_linear``'s counters
+(is its steady state the one-GEMM path?) and one call's profile (GPU span and busy time, the longest gaps between
+kernels, the ops with the most host time). Writes
 ``benchmarks/results/host_overhead_<device>_<torch>.json``.
 """
 
@@ -23,7 +25,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_e2e import CONFIGS, build_model, make_variant, workload_inputs  # noqa: E402
-from common import add_run_args, run_dtype, write_results  # noqa: E402
+from common import add_run_args, median_ms, run_dtype, write_results  # noqa: E402
 
 from fusion_passes.kernels import packed_linear  # noqa: E402
 
@@ -77,6 +79,34 @@ def op_rows(cfg: dict, tokens: int, device: str, dtype) -> list[dict]:
     return rows
 
 
+def timeline(fn, device: str) -> dict:
+    """One synchronised call under the profiler: the GPU's span from its first kernel's start to its last one's end,
+    the kernels' summed time, the five longest gaps between kernels (with the kernels on either side), and the ops
+    with the most host time of their own."""
+    from torch.profiler import ProfilerActivity, profile
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    with profile(activities=acts) as prof:
+        fn()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+    kernels = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
+                     key=lambda e: e.time_range.start)
+    out = dict(kernels=len(kernels))
+    if kernels:
+        out["gpu_span_us"] = round(kernels[-1].time_range.end - kernels[0].time_range.start, 1)
+        out["gpu_busy_us"] = round(sum(e.time_range.elapsed_us() for e in kernels), 1)
+        gaps = sorted(((b.time_range.start - a.time_range.end, a.name[:60], b.name[:60])
+                       for a, b in zip(kernels, kernels[1:])), reverse=True)[:5]
+        out["longest_gaps"] = [dict(us=round(g, 1), after=a, before=b) for g, a, b in gaps]
+    cpu = sorted((e for e in prof.key_averages() if e.self_cpu_time_total > 0),
+                 key=lambda e: -e.self_cpu_time_total)[:12]
+    out["host_ops"] = [dict(op=e.key[:70], calls=e.count, self_us=round(e.self_cpu_time_total, 1)) for e in cpu]
+    return out
+
+
 def model_rows(model_name: str, attn: str, tokens: int, device: str, dtype) -> list[dict]:
     model = build_model(model_name, attn, device, dtype)
     step = workload_inputs(model, f"prefill-{tokens}", 1, device)()
@@ -88,11 +118,17 @@ def model_rows(model_name: str, attn: str, tokens: int, device: str, dtype) -> l
                 step(compiled)
             before = dict(packed_linear.STATS)
             us = host_us(lambda: step(compiled), device, calls=20)
+            synced = median_ms(lambda: step(compiled), device, iters=30)
+            one_call = host_us(lambda: step(compiled), device, calls=1)  # a sync after each call: its latency
+            tl = timeline(lambda: step(compiled), device)
         counts = {k: packed_linear.STATS[k] - before.get(k, 0) for k in packed_linear.STATS}
         rows.append(dict(case=f"{model_name} {attn} prefill, {variant}", tokens=tokens, host_us=round(us, 1),
-                         packed_linear_paths=counts))
-        print(f"[host] {rows[-1]['case']:48s} {us:8.1f} us per call; packed_linear paths over those calls: "
-              f"{counts}", flush=True)
+                         synced_ms=round(synced, 3), one_call_us=round(one_call, 1), packed_linear_paths=counts,
+                         timeline=tl))
+        print(f"[host] {rows[-1]['case']:48s} {us:8.1f} us per call back to back, synced {synced:.3f} ms, one call "
+              f"with its sync {one_call:.1f} us; packed_linear paths: {counts}", flush=True)
+        print(f"       timeline: {dict((k, v) for k, v in tl.items() if k != 'host_ops')}", flush=True)
+        print(f"       host ops: {tl['host_ops']}", flush=True)
     return rows
 
 
