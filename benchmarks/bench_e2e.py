@@ -128,8 +128,9 @@ def make_variant(model, variant: str):
 # Suffixes that set Inductor options (stock or ours): "combo" fuses independent small kernels into one launch
 # (Inductor's combo kernels; a decode step has many tiny ones, e.g. HF's per-layer cache counters).
 INDUCTOR_SUFFIXES = {"combo": {"combo_kernels": True}}
-# Suffixes of ours that leave one family out: "nostate" keeps HF's per-layer counter updates as separate kernels.
-EXCLUDE_SUFFIXES = {"nostate": "state_updates"}
+# Suffixes of ours that leave one family out: "nostate" keeps HF's per-layer counter updates as separate kernels;
+# "nopack" and "noattn" leave the q/k/v + gate/up packing and the attention rewrite out.
+EXCLUDE_SUFFIXES = {"nostate": "state_updates", "nopack": "qkv_packing", "noattn": "attention_sdpa"}
 # Suffixes of ours that pick the CUDA graphs: "static" replays each graph as one raw CUDA graph
 # (fusion_passes.static_cudagraphs) instead of Inductor's cudagraph trees: use it without "+cudagraphs"
 GRAPH_SUFFIXES = {"static": "static"}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 
 import torch
@@ -107,11 +108,11 @@ def timeline(fn, device: str) -> dict:
     return out
 
 
-def model_rows(model_name: str, attn: str, tokens: int, device: str, dtype) -> list[dict]:
+def model_rows(model_name: str, attn: str, tokens: int, device: str, dtype, variants) -> list[dict]:
     model = build_model(model_name, attn, device, dtype)
     step = workload_inputs(model, f"prefill-{tokens}", 1, device)()
     rows = []
-    for variant in ("stock", "fusion_passes"):
+    for variant in variants:
         compiled = make_variant(model, variant)
         with torch.no_grad():
             for _ in range(3):
@@ -129,6 +130,7 @@ def model_rows(model_name: str, attn: str, tokens: int, device: str, dtype) -> l
               f"with its sync {one_call:.1f} us; packed_linear paths: {counts}", flush=True)
         print(f"       timeline: {dict((k, v) for k, v in tl.items() if k != 'host_ops')}", flush=True)
         print(f"       host ops: {tl['host_ops']}", flush=True)
+        print(f"       Python threads: {[t.name for t in threading.enumerate()]}", flush=True)
     return rows
 
 
@@ -137,13 +139,16 @@ def main(argv=None) -> int:
     p.add_argument("--model", default="llama-1b")
     p.add_argument("--attn", default="eager")
     p.add_argument("--tokens", type=int, default=512)
+    p.add_argument("--variants", nargs="+", default=["stock", "fusion_passes"],
+                   help="bench_e2e variants, e.g. fusion_passes+nopack (without the q/k/v + gate/up packing)")
+    p.add_argument("--no-ops", action="store_true", help="only the compiled models")
     add_run_args(p)
     args = p.parse_args(argv)
     model = "tiny" if args.tiny else args.model
     tokens = 16 if args.tiny else args.tokens
     dtype = run_dtype(args, variants_attr=None)
-    rows = op_rows(CONFIGS[model], tokens, args.device, dtype)
-    rows += model_rows(model, args.attn, tokens, args.device, dtype)
+    rows = [] if args.no_ops else op_rows(CONFIGS[model], tokens, args.device, dtype)
+    rows += model_rows(model, args.attn, tokens, args.device, dtype, args.variants)
     return write_results(rows, "host_overhead", args.out, key=("case", "tokens"), device=args.device)
 
 
