@@ -15,6 +15,7 @@
 #   bash benchmarks/run_gpu.sh persist [model]  # the persistent GEMV form's configs vs the table's (session 17)
 #   bash benchmarks/run_gpu.sh prefill_host  # 1B prefill 512 x 1 without graphs: time, host share, host functions
 #   bash benchmarks/run_gpu.sh host_ops  # host time per call of the prefill's ops and models, stock vs ours
+#   bash benchmarks/run_gpu.sh sdpa_backend  # 1B prefill: ours with / without cuDNN attention (SDPA backend policy)
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -212,6 +213,14 @@ case "${1:-}" in
     timeout 200 python3 benchmarks/probe_host_overhead.py --out "$OUT/host_overhead.json" 2>&1 | grep -v Warn | tail -14
     timeout 200 python3 benchmarks/bench_e2e.py --attn eager --workloads prefill-512 --batches 1 \
       --variants fusion_passes stock --out "$OUT/e2e_prefill512_reversed.json" 2>&1 | grep -v Warn | tail -5 ;;
+  sdpa_backend)  # (prepared in session 20) FUSION_PASSES_SDPA_BACKEND=no-cudnn: its GPU test, then 1B prefill at
+                 # 512 / 2048 x 1 / 8, eager attention, stock vs ours vs ours without cuDNN attention, with and
+                 # without CUDA graphs
+    timeout 120 python3 -m pytest -q -p no:cacheprovider tests/patterns/test_attention_sdpa.py -k "backend_policy" \
+      2>&1 | tail -2
+    timeout 420 python3 benchmarks/bench_e2e.py --attn eager --workloads prefill-512 prefill-2048 \
+      --variants stock fusion_passes fusion_passes+nocudnn stock+cudagraphs fusion_passes+cudagraphs \
+      fusion_passes+nocudnn+cudagraphs --budget-s 400 --out "$OUT/e2e_prefill_nocudnn.json" 2>&1 | grep -v Warn | tail -30 ;;
   chain)
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch read --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -16 ;;
   design)  # compiles in 8 processes first, then one process times (logs/s12_run4, s12_run5)
@@ -292,6 +301,6 @@ case "${1:-}" in
       | grep -v Warning | tail -6 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|persist|prefill_host|host_ops|qwen2|arch|validate1|validate2|validate3|validate4|validate5|l2pf" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|persist|prefill_host|host_ops|sdpa_backend|qwen2|arch|validate1|validate2|validate3|validate4|validate5|l2pf" >&2
      exit 2 ;;
 esac
