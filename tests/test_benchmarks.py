@@ -173,6 +173,34 @@ def test_decode_overhead_tiny_cpu(tmp_path):
     assert rec["host_functions"] and all("own_us" in f for f in rec["host_functions"])
 
 
+def test_decode_overhead_takes_a_prefill_workload(tmp_path):
+    import decode_overhead
+
+    out = tmp_path / "ov.json"
+    assert decode_overhead.main(["--tiny", "--device", "cpu", "--workload", "prefill-512", "--variants", "stock",
+                                 "--cprofile", "0", "--out", str(out)]) == 0
+    (rec,) = json.loads(out.read_text())["records"]
+    assert rec["workload"] == "prefill-16" and rec["synced_ms"] > 0  # --tiny shortens it
+
+
+def test_host_overhead_probe_tiny_cpu(tmp_path):
+    """Per-op host times, then each variant's model: the ours-without-a-family variants compile without that
+    family, and ours' packed q/k/v take the one-GEMM path on every call."""
+    import probe_host_overhead
+
+    out = tmp_path / "host.json"
+    assert probe_host_overhead.main(["--tiny", "--device", "cpu", "--variants", "stock", "fusion_passes",
+                                     "fusion_passes+nopack", "--out", str(out)]) == 0
+    recs = {r["case"]: r for r in json.loads(out.read_text())["records"]}
+    assert recs["packed_linear (q, k, v)"]["host_us"] > 0
+    models = [r for case, r in recs.items() if "prefill" in case]
+    assert [r["case"].split(", ")[-1] for r in models] == ["stock", "fusion_passes", "fusion_passes+nopack"]
+    paths = [r["packed_linear_paths"] for r in models]
+    assert paths[1].get("packed", 0) > 0 and paths[1].get("repacked", 0) == 0 and not paths[1].get("unpacked")
+    assert not paths[2].get("packed") and not paths[0].get("packed")
+    assert all(r["synced_ms"] > 0 and r["timeline"]["host_ops"] for r in models)
+
+
 def test_timeline_gaps_and_host_share():
     from types import SimpleNamespace as Event
 
