@@ -220,7 +220,8 @@ case "${1:-}" in
       2>&1 | tail -2
     timeout 420 python3 benchmarks/bench_e2e.py --attn eager --workloads prefill-512 prefill-2048 \
       --variants stock fusion_passes fusion_passes+nocudnn stock+cudagraphs fusion_passes+cudagraphs \
-      fusion_passes+nocudnn+cudagraphs --budget-s 400 --out "$OUT/e2e_prefill_nocudnn.json" 2>&1 | grep -v Warn | tail -30 ;;
+      fusion_passes+nocudnn+cudagraphs --budget-s 400 --out "$OUT/e2e_prefill_nocudnn.json" 2>&1 | grep -v Warn \
+      | tail -30 ;;
   chain)
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch read --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -16 ;;
   design)  # compiles in 8 processes first, then one process times (logs/s12_run4, s12_run5)

@@ -86,7 +86,7 @@ PREFETCH_POLICIES = ("off", "on")
 BACKEND_POLICY_ENV = "FUSION_PASSES_SDPA_BACKEND"
 # "no-cudnn": the rewritten SDPA is traced with cuDNN's attention disabled, so CUDA gets flash (GQA natively) or the
 # efficient kernel. For measuring: on the H200 (session 20, logs/s20_run6) the 1B prefill's SDPA lowered to cuDNN,
-# with a K/V copy before it and the GPU idle 65-143 us before each call's memsets; "auto" (PyTorch's choice) stays
+# with a copy kernel before it and the GPU idle 65-143 us before each call's memsets; "auto" (PyTorch's choice) stays
 # the default until a GPU run compares the two.
 BACKEND_POLICIES = ("auto", "no-cudnn")
 
@@ -696,13 +696,19 @@ def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
     return out.squeeze(1) if heads_dim else out
 
 
+@contextlib.contextmanager
 def _sdpa_backends():
-    """The SDPA backends the replacement may be traced with (``backend_policy``): a context manager."""
+    """Around the replacement's trace: with ``backend_policy`` "no-cudnn", cuDNN's attention is off (the user's
+    other SDPA backend settings stay as they are)."""
     if backend_policy() == "auto":
-        return contextlib.nullcontext()
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
+        yield
+        return
+    was = torch.backends.cuda.cudnn_sdp_enabled()
+    torch.backends.cuda.enable_cudnn_sdp(False)
+    try:
+        yield
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(was)
 
 
 def _insert_sdpa(graph: fx.Graph, attn: _Attention, masks: dict) -> list[fx.Node]:
