@@ -55,7 +55,10 @@ def sweep_configs() -> list[dict]:
     return out
 
 
-def persistent_configs(k: int, per_sm=(2, 3, 4, 6, 8)) -> list[dict]:
+PER_SM = (2, 3, 4, 6, 8)  # the persistent form's programs per SM, as swept by default
+
+
+def persistent_configs(k: int, per_sm=PER_SM) -> list[dict]:
     """The persistent form's configs for rows of K: the whole row in one tile, 1-4 columns a block, ``per_sm``
     programs per SM; at least 8 elements of a tile per thread."""
     bk = triton_next_pow2(k)
@@ -135,7 +138,7 @@ def main(argv=None) -> int:
                    help="only the configs reducing each tile, and gemv_table's entry for each linear to compare")
     p.add_argument("--persistent-only", action="store_true",
                    help="only the persistent form's configs, and gemv_table's entry for each linear to compare")
-    p.add_argument("--per-sm", nargs="+", type=int, default=[2, 3, 4, 6, 8],
+    p.add_argument("--per-sm", nargs="+", type=int, default=list(PER_SM),
                    help="with --persistent-only: the programs per SM to try")
     p.add_argument("--shard", default="0/1", help="i/n: this process takes every n-th config from the i-th")
     p.add_argument("--tiny", action="store_true")

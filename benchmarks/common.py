@@ -75,12 +75,16 @@ def median_ms(fn, device: str, iters: int = 50, warmup: int = 3) -> float:
 
 def pipelined_ms(fn, device: str, steps: int = 50) -> float:
     """Time per call of ``steps`` calls back to back with one synchronisation at the end: the host runs ahead of
-    the device, so this is the device's rate (unless the host is slower), not host + device per call."""
-    torch.cuda.synchronize(device)
+    the device, so this is the device's rate (unless the host is slower), not host + device per call. Off CUDA
+    there is nothing to synchronise: the wall time per call."""
+    cuda = device.startswith("cuda")
+    if cuda:
+        torch.cuda.synchronize(device)
     t0 = time.perf_counter()
     for _ in range(steps):
         fn()
-    torch.cuda.synchronize(device)
+    if cuda:
+        torch.cuda.synchronize(device)
     return (time.perf_counter() - t0) * 1e3 / steps
 
 

@@ -20,29 +20,20 @@ import argparse
 import os
 import sys
 import threading
-import time
 
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_e2e import CONFIGS, build_model, make_variant, workload_inputs  # noqa: E402
-from common import add_run_args, median_ms, run_dtype, write_results  # noqa: E402
+from common import add_run_args, median_ms, pipelined_ms, run_dtype, write_results  # noqa: E402
+import profile_decode  # noqa: E402
 
 from fusion_passes.kernels import packed_linear  # noqa: E402
 
 
 def host_us(fn, device: str, calls: int = 200) -> float:
-    """Wall time per call of ``calls`` calls of ``fn``, one synchronisation at the end (median of 5)."""
-    times = []
-    for _ in range(6):
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) / calls * 1e6)
+    """``common.pipelined_ms`` of ``calls`` calls of ``fn`` in µs per call: the median of 5, after one warm-up."""
+    times = [pipelined_ms(fn, device, calls) * 1e3 for _ in range(6)]
     return sorted(times[1:])[2]
 
 
@@ -93,14 +84,13 @@ def timeline(fn, device: str) -> dict:
         fn()
         if device.startswith("cuda"):
             torch.cuda.synchronize()
-    kernels = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
-                     key=lambda e: e.time_range.start)
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     out = dict(kernels=len(kernels))
     if kernels:
-        out["gpu_span_us"] = round(kernels[-1].time_range.end - kernels[0].time_range.start, 1)
-        out["gpu_busy_us"] = round(sum(e.time_range.elapsed_us() for e in kernels), 1)
-        gaps = sorted(((b.time_range.start - a.time_range.end, a.name[:60], b.name[:60])
-                       for a, b in zip(kernels, kernels[1:])), reverse=True)[:5]
+        t = profile_decode.timeline(kernels, steps=1, first=len(kernels))
+        out["gpu_span_us"], out["gpu_busy_us"] = t["span_us"], t["busy_us"]
+        rows = t["first_kernels"]  # in launch order, each with the gap before it
+        gaps = sorted(((b["gap_us"], a["kernel"], b["kernel"]) for a, b in zip(rows, rows[1:])), reverse=True)[:5]
         out["longest_gaps"] = [dict(us=round(g, 1), after=a, before=b) for g, a, b in gaps]
     cpu = sorted((e for e in prof.key_averages() if e.self_cpu_time_total > 0),
                  key=lambda e: -e.self_cpu_time_total)[:12]
