@@ -3,6 +3,8 @@
     python benchmarks/bench_e2e.py                              # GPU: llama-1b, eager+sdpa attention, all workloads
     python benchmarks/bench_e2e.py --model llama-8b --workloads decode-1024
     python benchmarks/bench_e2e.py --tiny                       # CPU smoke run of the harness (CI)
+    python benchmarks/bench_e2e.py --workloads prefill-512 --variants stock fusion_passes --rounds 20 --iters 10
+                                                                # paired: alternating rounds, ratios per round
 
 Variants in one run: ``eager``, ``stock`` (torch.compile, Inductor), ``fusion_passes``, ``fusion_passes+rope`` /
 ``fusion_passes+norope`` (decode_gemv's RoPE epilogue forced on / off; it is on by default),
@@ -224,6 +226,15 @@ def run(args, save) -> list[dict]:
                 fresh_step = workload_inputs(model, workload, batch, device)
                 with torch.no_grad():
                     reference = fresh_step()(model).float()
+                if args.rounds:
+                    base = dict(model=args.model, attn=attn, workload=workload, batch=batch,
+                                copy_bw_gbs=round(bw, 1) if bw else None)
+                    print(f"[bench] {attn} {workload} b{batch} paired: {' '.join(args.variants)}", file=sys.stderr,
+                          flush=True)
+                    records += [{**base, **r} for r in measure_paired(model, fresh_step, args.variants, reference,
+                                                                       device, args.rounds, args.iters)]
+                    save(records)
+                    continue
                 for variant in args.variants:
                     if variant.endswith("+cudagraphs") and not device.startswith("cuda"):
                         continue
@@ -316,6 +327,48 @@ def measure(model, step, variant, reference, device, iters, decode=False) -> dic
     )
 
 
+def measure_paired(model, fresh_step, variants, reference, device, rounds, iters) -> list[dict]:
+    """The variants timed in alternating rounds, for comparisons the run-to-run noise of one measurement each would
+    hide (a host-bound step moves by more than the difference between two variants from one machine start to the
+    next). All are compiled first and stay compiled together (Dynamo keeps one cache entry per backend); then each
+    round times every variant (``median_ms`` of ``iters`` calls), forward and reverse order by turns. Per variant:
+    the median of its rounds, each round's median, and against the first variant the median of the per-round
+    ratios and the rounds it was faster in. ``recompiles`` counts graphs compiled during the rounds (0, or the
+    rounds did not time what they name)."""
+    from torch._dynamo.utils import counters
+
+    variants = [v for v in variants if device.startswith("cuda") or not v.endswith("+cudagraphs")]
+    # every make_variant first: each resets Dynamo, which would drop a compile done before it
+    compiled = {v: (make_variant(model, v), step_for(v, fresh_step())) for v in variants}
+    recs = {}
+    for v, (m, step) in compiled.items():
+        with variant_env(v), torch.no_grad():
+            t0 = time.perf_counter()
+            out = step(m).float().clone()
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
+            recs[v] = dict(variant=v, compile_s=round(time.perf_counter() - t0, 2),
+                           max_err=float((out - reference).abs().max()))
+            for _ in range(2):  # cudagraph trees record on the 2nd/3rd call
+                step(m)
+    graphs_before = counters["stats"]["unique_graphs"]
+    times = {v: [] for v in variants}
+    for r in range(rounds):
+        for v in variants if r % 2 == 0 else variants[::-1]:
+            m, step = compiled[v]
+            with variant_env(v), torch.no_grad():
+                times[v].append(median_ms(lambda: step(m), device, iters=iters, warmup=1))
+    recompiles = counters["stats"]["unique_graphs"] - graphs_before
+    first = times[variants[0]]
+    for v in variants:
+        ratios = sorted(t / f for t, f in zip(times[v], first))
+        recs[v].update(median_ms=round(sorted(times[v])[len(first) // 2], 4), rounds=len(first),
+                       round_ms=[round(t, 4) for t in times[v]], vs_first=variants[0],
+                       ratio_to_first=round(ratios[len(ratios) // 2], 4),
+                       faster_rounds=sum(t < f for t, f in zip(times[v], first)), recompiles=recompiles)
+    return list(recs.values())
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="llama-1b", choices=sorted(CONFIGS))
@@ -325,6 +378,9 @@ def main(argv=None) -> int:
     p.add_argument("--variants", nargs="+", default=["eager", "stock", "fusion_passes", "stock+cudagraphs",
                                                       "fusion_passes+cudagraphs"])
     p.add_argument("--iters", type=int, default=50)
+    p.add_argument("--rounds", type=int, default=0,
+                   help="time the variants against each other in this many alternating rounds of --iters calls "
+                        "each (measure_paired), instead of one after the other")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--budget-s", type=float, default=0, help="stop starting new variants after this many seconds")
     p.add_argument("--tiny", action="store_true", help="CPU smoke run: tiny config, short workloads")
@@ -342,6 +398,9 @@ def main(argv=None) -> int:
                                                    device=args.device))
     cols = ["model", "attn", "workload", "batch", "variant", "median_ms", "pipelined_ms", "kernels", "peak_mem_gib",
             "compile_s", "max_err", "roofline_frac", "matches", "error"]
+    if args.rounds:
+        cols = ["model", "attn", "workload", "batch", "variant", "median_ms", "ratio_to_first", "faster_rounds",
+                "rounds", "recompiles", "compile_s", "max_err"]
     print(tabulate([[r.get(c, "") for c in cols] for r in records], headers=cols))
     print(f"\n{environment(args.device)}\nwrote {path}")
     return 0

@@ -16,6 +16,7 @@
 #   bash benchmarks/run_gpu.sh prefill_host  # 1B prefill 512 x 1 without graphs: time, host share, host functions
 #   bash benchmarks/run_gpu.sh host_ops  # host time per call of the prefill's ops and models, stock vs ours
 #   bash benchmarks/run_gpu.sh sdpa_backend  # 1B prefill: ours with / without cuDNN attention (SDPA backend policy)
+#   bash benchmarks/run_gpu.sh paired_prefill  # prefill rows within noise of stock, timed in alternating rounds
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -222,6 +223,14 @@ case "${1:-}" in
       --variants stock fusion_passes fusion_passes+nocudnn stock+cudagraphs fusion_passes+cudagraphs \
       fusion_passes+nocudnn+cudagraphs --budget-s 400 --out "$OUT/e2e_prefill_nocudnn.json" 2>&1 | grep -v Warn \
       | tail -30 ;;
+  paired_prefill)  # the prefill rows within noise of stock, paired (bench_e2e --rounds): 1B 512 x 1 / 8, both
+                   # attentions, with and without CUDA graphs; 8B sdpa 512 x 8
+    timeout 400 python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads prefill-512 --rounds 15 --iters 10 \
+      --variants stock fusion_passes stock+cudagraphs fusion_passes+cudagraphs \
+      --out "$OUT/e2e_prefill_paired_llama-1b.json" 2>&1 | grep -v Warn | tail -20
+    timeout 170 python3 benchmarks/bench_e2e.py --model llama-8b --attn sdpa --workloads prefill-512 --batches 8 \
+      --rounds 15 --iters 10 --variants stock fusion_passes --out "$OUT/e2e_prefill_paired_llama-8b.json" 2>&1 \
+      | grep -v Warn | tail -6 ;;
   chain)
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch read --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -16 ;;
   design)  # compiles in 8 processes first, then one process times (logs/s12_run4, s12_run5)

@@ -384,3 +384,19 @@ def test_l2_prefetch_stand_in_compiles_for_hopper_with_ptx_prefetches():
             PER_KV=8192, PER_W=65536, BLOCK=1024, MODE=mode, LINE_ELEMS=64), num_warps=4)
         counts.append(asm["ptx"].count("prefetch.global.L2::evict_last"))
     assert counts[:2] == [0, 0] and counts[2] >= 1 and triton is not None
+
+
+def test_e2e_paired_rounds_tiny_cpu(tmp_path):
+    """``--rounds``: every variant compiled once, timed in alternating rounds with nothing recompiled in between;
+    each record has its per-round times and its ratio to the first variant (1 for the first itself)."""
+    out = tmp_path / "paired.json"
+    assert bench_e2e.main(["--tiny", "--device", "cpu", "--attn", "eager", "--workloads", "prefill-16", "--variants",
+                           "stock", "fusion_passes", "--rounds", "4", "--out", str(out)]) == 0
+    recs = json.loads(out.read_text())["records"]
+    assert [r["variant"] for r in recs] == ["stock", "fusion_passes"]
+    for r in recs:
+        assert r["rounds"] == 4 and len(r["round_ms"]) == 4 and all(t > 0 for t in r["round_ms"]), r
+        assert r["recompiles"] == 0 and r["max_err"] < 1e-3 and r["vs_first"] == "stock", r
+        assert r["median_ms"] == sorted(r["round_ms"])[2]
+    assert recs[0]["ratio_to_first"] == 1.0 and recs[0]["faster_rounds"] == 0
+    assert 0 <= recs[1]["faster_rounds"] <= 4 and recs[1]["ratio_to_first"] > 0
