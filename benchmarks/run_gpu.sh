@@ -17,6 +17,7 @@
 #   bash benchmarks/run_gpu.sh host_ops  # host time per call of the prefill's ops and models, stock vs ours
 #   bash benchmarks/run_gpu.sh sdpa_backend  # 1B prefill: ours with / without cuDNN attention (SDPA backend policy)
 #   bash benchmarks/run_gpu.sh paired_prefill  # prefill rows within noise of stock, timed in alternating rounds
+#   bash benchmarks/run_gpu.sh paired_parts  # 1B 512 x 1 prefill: ours without each family, paired
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -231,6 +232,11 @@ case "${1:-}" in
     timeout 170 python3 benchmarks/bench_e2e.py --model llama-8b --attn sdpa --workloads prefill-512 --batches 8 \
       --rounds 15 --iters 10 --variants stock fusion_passes --out "$OUT/e2e_prefill_paired_llama-8b.json" 2>&1 \
       | grep -v Warn | tail -6 ;;
+  paired_parts)  # where ours' host time goes at the 1B 512 x 1 prefill without graphs: ours without each family /
+                 # without cuDNN's attention, paired (sdpa attention first: is the order of the two a factor?)
+    timeout 450 python3 benchmarks/bench_e2e.py --attn sdpa eager --workloads prefill-512 --batches 1 --rounds 15 \
+      --iters 10 --variants stock fusion_passes fusion_passes+noattn fusion_passes+nopack fusion_passes+nocudnn \
+      --out "$OUT/e2e_prefill_paired_parts.json" 2>&1 | grep -v Warn | tail -14 ;;
   chain)
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch read --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -16 ;;
   design)  # compiles in 8 processes first, then one process times (logs/s12_run4, s12_run5)
