@@ -169,7 +169,6 @@ def forced_policies(variant: str) -> dict[str, str]:
         "tiled": (gemv_table.POLICY_ENV, "tiled"),  # ... or run its tiled entries, none of the persistent ones
         "normlate": (gemv_table.NORM_POLICY_ENV, "late"),  # M = 1 GEMVs with a norm: 1/rms after the dot
         "l2pf": (attention_sdpa.PREFETCH_POLICY_ENV, "on"),  # decode attention requests the o-proj weight into L2
-        "nocudnn": (attention_sdpa.BACKEND_POLICY_ENV, "no-cudnn"),  # the SDPA rewrite without cuDNN's kernel
     }
     name, *parts = variant.removesuffix("+cudagraphs").split("+")
     if name != "fusion_passes":

@@ -15,9 +15,9 @@
 #   bash benchmarks/run_gpu.sh persist [model]  # the persistent GEMV form's configs vs the table's (session 17)
 #   bash benchmarks/run_gpu.sh prefill_host  # 1B prefill 512 x 1 without graphs: time, host share, host functions
 #   bash benchmarks/run_gpu.sh host_ops  # host time per call of the prefill's ops and models, stock vs ours
-#   bash benchmarks/run_gpu.sh sdpa_backend  # 1B prefill: ours with / without cuDNN attention (SDPA backend policy)
 #   bash benchmarks/run_gpu.sh paired_prefill  # prefill rows within noise of stock, timed in alternating rounds
 #   bash benchmarks/run_gpu.sh paired_parts  # 1B 512 x 1 prefill: ours without each family, paired
+#   bash benchmarks/run_gpu.sh paired_nopack_cg  # 1B 512 prefill with CUDA graphs: ours with / without the packing
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -215,15 +215,6 @@ case "${1:-}" in
     timeout 200 python3 benchmarks/probe_host_overhead.py --out "$OUT/host_overhead.json" 2>&1 | grep -v Warn | tail -14
     timeout 200 python3 benchmarks/bench_e2e.py --attn eager --workloads prefill-512 --batches 1 \
       --variants fusion_passes stock --out "$OUT/e2e_prefill512_reversed.json" 2>&1 | grep -v Warn | tail -5 ;;
-  sdpa_backend)  # (prepared in session 20) FUSION_PASSES_SDPA_BACKEND=no-cudnn: its GPU test, then 1B prefill at
-                 # 512 / 2048 x 1 / 8, eager attention, stock vs ours vs ours without cuDNN attention, with and
-                 # without CUDA graphs
-    timeout 120 python3 -m pytest -q -p no:cacheprovider tests/patterns/test_attention_sdpa.py -k "backend_policy" \
-      2>&1 | tail -2
-    timeout 420 python3 benchmarks/bench_e2e.py --attn eager --workloads prefill-512 prefill-2048 \
-      --variants stock fusion_passes fusion_passes+nocudnn stock+cudagraphs fusion_passes+cudagraphs \
-      fusion_passes+nocudnn+cudagraphs --budget-s 400 --out "$OUT/e2e_prefill_nocudnn.json" 2>&1 | grep -v Warn \
-      | tail -30 ;;
   paired_prefill)  # the prefill rows within noise of stock, paired (bench_e2e --rounds): 1B 512 x 1 / 8, both
                    # attentions, with and without CUDA graphs; 8B sdpa 512 x 8
     timeout 400 python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads prefill-512 --rounds 15 --iters 10 \
@@ -232,11 +223,16 @@ case "${1:-}" in
     timeout 170 python3 benchmarks/bench_e2e.py --model llama-8b --attn sdpa --workloads prefill-512 --batches 8 \
       --rounds 15 --iters 10 --variants stock fusion_passes --out "$OUT/e2e_prefill_paired_llama-8b.json" 2>&1 \
       | grep -v Warn | tail -6 ;;
-  paired_parts)  # where ours' host time goes at the 1B 512 x 1 prefill without graphs: ours without each family /
-                 # without cuDNN's attention, paired (sdpa attention first: is the order of the two a factor?)
+  paired_parts)  # where ours' host time goes at the 1B 512 x 1 prefill without graphs: ours without each family,
+                 # paired (sdpa attention first: is the order of the two a factor?); logs/s21_run3 also had ours
+                 # without cuDNN's attention (a setting since removed)
     timeout 450 python3 benchmarks/bench_e2e.py --attn sdpa eager --workloads prefill-512 --batches 1 --rounds 15 \
-      --iters 10 --variants stock fusion_passes fusion_passes+noattn fusion_passes+nopack fusion_passes+nocudnn \
+      --iters 10 --variants stock fusion_passes fusion_passes+noattn fusion_passes+nopack \
       --out "$OUT/e2e_prefill_paired_parts.json" 2>&1 | grep -v Warn | tail -14 ;;
+  paired_nopack_cg)  # does the packing pay on the GPU at prefill? 1B 512 x 8 / 1 with CUDA graphs, paired
+    timeout 170 python3 benchmarks/bench_e2e.py --attn eager --workloads prefill-512 --batches 8 1 --rounds 10 \
+      --iters 10 --variants stock+cudagraphs fusion_passes+cudagraphs fusion_passes+nopack+cudagraphs \
+      --out "$OUT/e2e_prefill_paired_nopack_cg.json" 2>&1 | grep -v Warn | tail -8 ;;
   chain)
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch read --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -16 ;;
   design)  # compiles in 8 processes first, then one process times (logs/s12_run4, s12_run5)

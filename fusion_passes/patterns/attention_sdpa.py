@@ -12,7 +12,7 @@ Unfused (what the ATen graph holds; q [B, H, Sq, D], k/v [B, Hkv, Sk, D], mask b
 Fused:
 
     out = scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=H != Hkv)
-    # traced as PyTorch picks the backend op for the device; FUSION_PASSES_SDPA_BACKEND=no-cudnn: any but cuDNN's
+    # traced as PyTorch picks the backend op for the device (cuDNN's on the H200: faster there than flash)
     # a compile-time constant mask is dropped: is_causal=True when it equals tril(ones(Sq, Sk)); nothing when
     # it allows every key (an HF decode step)
 
@@ -83,12 +83,6 @@ PREFETCH_POLICY_ENV = "FUSION_PASSES_DECODE_ATTENTION_PREFETCH"
 # off: on the H200 the prefetches cost the attention kernel more than they save the o GEMV (session 15:
 # probe_l2_prefetch.py, 1B attention 2.96 -> 5.08 us, o GEMV 3.89 -> 3.51 us; graphed 1B step 0.858 -> 0.900 ms)
 PREFETCH_POLICIES = ("off", "on")
-BACKEND_POLICY_ENV = "FUSION_PASSES_SDPA_BACKEND"
-# "no-cudnn": the rewritten SDPA is traced with cuDNN's attention disabled, so CUDA gets flash (GQA natively) or the
-# efficient kernel. For measuring: on the H200 (session 20, logs/s20_run6) the 1B prefill's SDPA lowered to cuDNN,
-# with a copy kernel before it and the GPU idle 65-143 us before each call's memsets; "auto" (PyTorch's choice) stays
-# the default until a GPU run compares the two.
-BACKEND_POLICIES = ("auto", "no-cudnn")
 
 
 def decode_policy() -> str:
@@ -109,14 +103,8 @@ def prefetch_policy() -> str:
     return env_policy(PREFETCH_POLICY_ENV, PREFETCH_POLICIES)
 
 
-def backend_policy() -> str:
-    """"auto": the SDPA replacement gets the backend op PyTorch picks for the device and shapes; "no-cudnn": any
-    but cuDNN's."""
-    return env_policy(BACKEND_POLICY_ENV, BACKEND_POLICIES)
-
-
 def cache_key() -> str:
-    return f"{decode_policy()},{inline_policy()},{prefetch_policy()},{backend_policy()}"
+    return f"{decode_policy()},{inline_policy()},{prefetch_policy()}"
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -696,21 +684,6 @@ def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
     return out.squeeze(1) if heads_dim else out
 
 
-@contextlib.contextmanager
-def _sdpa_backends():
-    """Around the replacement's trace: with ``backend_policy`` "no-cudnn", cuDNN's attention is off (the user's
-    other SDPA backend settings stay as they are)."""
-    if backend_policy() == "auto":
-        yield
-        return
-    was = torch.backends.cuda.cudnn_sdp_enabled()
-    torch.backends.cuda.enable_cudnn_sdp(False)
-    try:
-        yield
-    finally:
-        torch.backends.cuda.enable_cudnn_sdp(was)
-
-
 def _insert_sdpa(graph: fx.Graph, attn: _Attention, masks: dict) -> list[fx.Node]:
     """Trace the SDPA replacement on the matched tensors' fake values and splice it in before ``attn.output``;
     ``masks``: the decode masks already materialised in this graph (filled as they are made)."""
@@ -721,7 +694,7 @@ def _insert_sdpa(graph: fx.Graph, attn: _Attention, masks: dict) -> list[fx.Node
     fakes = [val(n) for n in inputs]
     mode = detect_fake_mode([f for f in fakes if isinstance(f, torch.Tensor)])
     dtype = val(attn.q).dtype
-    with mode if mode is not None else contextlib.nullcontext(), _sdpa_backends():
+    with mode if mode is not None else contextlib.nullcontext():
         traced = fwd_only(lambda *a: _sdpa(attn, dtype, *a), fakes)
     if any(n.op == "get_attr" for n in traced.graph.nodes):  # a constant we could not carry into ``graph``
         raise _Miss(attn.output, "the SDPA replacement traced to a graph with constants")

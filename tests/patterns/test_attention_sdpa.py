@@ -272,42 +272,6 @@ def test_zoo_llama_causal_mask_becomes_is_causal(batch):
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("policy", ["auto", "no-cudnn"])
-def test_sdpa_backend_policy_traces_the_replacement_without_cudnn(policy, monkeypatch):
-    """FUSION_PASSES_SDPA_BACKEND=no-cudnn traces the SDPA replacement with cuDNN's attention disabled (CUDA then
-    lowers it to flash or the efficient kernel); "auto" leaves PyTorch's choice. On CPU both give the CPU flash
-    kernel and eager's values; the setting is part of the family's cache key."""
-    from torch._inductor import pattern_matcher
-
-    monkeypatch.setenv(attention_sdpa.BACKEND_POLICY_ENV, policy)
-    cudnn_during_trace = []
-    real_fwd_only = pattern_matcher.fwd_only
-
-    def spy(*args, **kwargs):
-        cudnn_during_trace.append(torch.backends.cuda.cudnn_sdp_enabled())
-        return real_fwd_only(*args, **kwargs)
-
-    monkeypatch.setattr(pattern_matcher, "fwd_only", spy)
-    torch.manual_seed(0)
-    model = zoo.LlamaForCausalLM(zoo.LlamaConfig(num_hidden_layers=1)).eval()
-    ids = torch.randint(0, 256, (1, S))
-    with torch.no_grad():
-        ref = model(ids)
-        (out, recs), codes = run_and_get_code(lambda: compile_with_records(model, ids, patterns=PATTERN))
-    (m,) = matches(recs)
-    assert (False in cudnn_during_trace) == (policy == "no-cudnn"), cudnn_during_trace  # other traces: on
-    assert torch.backends.cuda.cudnn_sdp_enabled()  # restored after the trace
-    assert "_scaled_dot_product_flash_attention_for_cpu" in "\n".join(codes)
-    assert attention_sdpa.cache_key().endswith(f",{policy}")
-    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
-
-
-def test_sdpa_backend_policy_rejects_unknown_values(monkeypatch):
-    monkeypatch.setenv(attention_sdpa.BACKEND_POLICY_ENV, "cudnn-only")
-    with pytest.raises(ValueError, match="FUSION_PASSES_SDPA_BACKEND='cudnn-only'; use one of auto, no-cudnn"):
-        attention_sdpa.backend_policy()
-
-
 @pytest.mark.parametrize("name", ["gpt2", "bert"])
 def test_zoo_models(name):
     model, args = zoo.build(name, batch=2, seq=S)
@@ -520,22 +484,6 @@ def test_transformers_llama_decode_step_with_cache():
 
 
 # --------------------------------------------------------------------------------------------- GPU (run by the lead)
-
-
-@pytest.mark.gpu
-def test_gpu_sdpa_backend_policy_keeps_cudnn_out(monkeypatch):
-    """With FUSION_PASSES_SDPA_BACKEND=no-cudnn the causal GQA prefill's SDPA lowers to flash, not cuDNN."""
-    monkeypatch.setenv(attention_sdpa.BACKEND_POLICY_ENV, "no-cudnn")
-    torch.manual_seed(0)
-    model = zoo.LlamaForCausalLM(zoo.LlamaConfig(num_hidden_layers=1)).to("cuda", torch.bfloat16).eval()
-    ids = torch.randint(0, 256, (2, 64), device="cuda")
-    with torch.no_grad():
-        ref = model(ids)
-        (out, recs), codes = run_and_get_code(lambda: compile_with_records(model, ids, patterns=PATTERN))
-    matches(recs)
-    code = "\n".join(codes)
-    assert "_scaled_dot_product_flash_attention" in code and "_scaled_dot_product_cudnn_attention" not in code
-    torch.testing.assert_close(out, ref, atol=3e-2, rtol=3e-2)
 
 
 @pytest.mark.gpu
