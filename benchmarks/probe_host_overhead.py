@@ -6,8 +6,9 @@
 Without CUDA graphs a 1B prefill of 512 tokens at batch 1 is bound by the host: ours launches fewer kernels than
 stock (213 vs 279) and keeps the GPU busy for less time (2.54 vs 3.06 ms), but its call took longer (session 20,
 ``logs/s20_run4``: host 11.6 vs 8.3 ms). This times each op the two graphs differ in, alone, as the host sees it:
-``calls`` launches back to back, one sync at the end, wall time per call (the GPU runs them faster than the host
-issues them at these sizes, so this is the host's time). Then the compiled HF model itself (stock, ours): back to
+``calls`` launches back to back, one sync at the end, wall time per call: the slower of the host and the GPU. At
+the model's shapes that can be the GPU (a 512-token GEMM takes about 10 us), so the "host only:" rows repeat the
+calls at the tiny config's shapes and one token, where it is the host's time. Then the compiled HF model itself (stock, ours): back to
 back, synchronised each call (CUDA events, as ``bench_e2e``), one call with its sync, ``packed_linear``'s counters
 (is its steady state the one-GEMM path?) and one call's profile (GPU span and busy time, the longest gaps between
 kernels, the ops with the most host time). Writes
@@ -37,7 +38,10 @@ def host_us(fn, device: str, calls: int = 200) -> float:
     return sorted(times[1:])[2]
 
 
-def op_rows(cfg: dict, tokens: int, device: str, dtype) -> list[dict]:
+def op_rows(cfg: dict, tokens: int, device: str, dtype, label: str = "") -> list[dict]:
+    """Each case's ``host_us``, named ``label + case``. At the model's shapes the GPU may take longer than the host
+    (a 512-token GEMM does), so the rows with ``label`` "host only: " run the same calls on the tiny config's
+    shapes at one token, where the device's work is too small to be the bound."""
     h, f = cfg["hidden_size"], cfg["intermediate_size"]
     heads, kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     d = h // heads
@@ -66,8 +70,8 @@ def op_rows(cfg: dict, tokens: int, device: str, dtype) -> list[dict]:
     rows = []
     for name, fn in cases.items():
         fn()
-        rows.append(dict(case=name, tokens=tokens, host_us=round(host_us(fn, device), 2)))
-        print(f"[host] {name:48s} {rows[-1]['host_us']:8.2f} us per call", flush=True)
+        rows.append(dict(case=label + name, tokens=tokens, host_us=round(host_us(fn, device), 2)))
+        print(f"[host] {label + name:60s} {rows[-1]['host_us']:8.2f} us per call", flush=True)
     return rows
 
 
@@ -132,13 +136,16 @@ def main(argv=None) -> int:
     p.add_argument("--variants", nargs="+", default=["stock", "fusion_passes"],
                    help="bench_e2e variants, e.g. fusion_passes+nopack (without the q/k/v + gate/up packing)")
     p.add_argument("--no-ops", action="store_true", help="only the compiled models")
+    p.add_argument("--no-models", action="store_true", help="only the ops")
     add_run_args(p)
     args = p.parse_args(argv)
     model = "tiny" if args.tiny else args.model
     tokens = 16 if args.tiny else args.tokens
     dtype = run_dtype(args, variants_attr=None)
-    rows = [] if args.no_ops else op_rows(CONFIGS[model], tokens, args.device, dtype)
-    rows += model_rows(model, args.attn, tokens, args.device, dtype, args.variants)
+    rows = [] if args.no_ops else (op_rows(CONFIGS[model], tokens, args.device, dtype)
+                                   + op_rows(CONFIGS["tiny"], 1, args.device, dtype, label="host only: "))
+    if not args.no_models:
+        rows += model_rows(model, args.attn, tokens, args.device, dtype, args.variants)
     return write_results(rows, "host_overhead", args.out, key=("case", "tokens"), device=args.device)
 
 

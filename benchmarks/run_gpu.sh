@@ -18,6 +18,7 @@
 #   bash benchmarks/run_gpu.sh paired_prefill  # prefill rows within noise of stock, timed in alternating rounds
 #   bash benchmarks/run_gpu.sh paired_parts  # 1B 512 x 1 prefill: ours without each family, paired
 #   bash benchmarks/run_gpu.sh paired_nopack_cg  # 1B 512 prefill with CUDA graphs: ours with / without the packing
+#   bash benchmarks/run_gpu.sh paired_nopack  # 1B prefill without graphs: ours with / without the packing; op host times
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -233,6 +234,14 @@ case "${1:-}" in
     timeout 170 python3 benchmarks/bench_e2e.py --attn eager --workloads prefill-512 --batches 8 1 --rounds 10 \
       --iters 10 --variants stock+cudagraphs fusion_passes+cudagraphs fusion_passes+nopack+cudagraphs \
       --out "$OUT/e2e_prefill_paired_nopack_cg.json" 2>&1 | grep -v Warn | tail -8 ;;
+  paired_nopack)  # (prepared in session 21) the packing's host cost without CUDA graphs: 1B prefill 512 / 2048 x
+                  # 1 / 8, stock vs ours vs ours without the packing, paired; then per-op host times ("host only:"
+                  # rows: tiny shapes, so the GPU is not the bound)
+    timeout 380 python3 benchmarks/bench_e2e.py --attn eager --workloads prefill-512 prefill-2048 --rounds 10 \
+      --iters 10 --variants stock fusion_passes fusion_passes+nopack --out "$OUT/e2e_prefill_paired_nopack.json" \
+      2>&1 | grep -v Warn | tail -14
+    timeout 150 python3 benchmarks/probe_host_overhead.py --no-models --out "$OUT/host_ops.json" 2>&1 \
+      | grep -v Warn | tail -20 ;;
   chain)
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch read --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -16 ;;
   design)  # compiles in 8 processes first, then one process times (logs/s12_run4, s12_run5)

@@ -192,7 +192,8 @@ def test_host_overhead_probe_tiny_cpu(tmp_path):
     assert probe_host_overhead.main(["--tiny", "--device", "cpu", "--variants", "stock", "fusion_passes",
                                      "fusion_passes+nopack", "--out", str(out)]) == 0
     recs = {r["case"]: r for r in json.loads(out.read_text())["records"]}
-    assert recs["packed_linear (q, k, v)"]["host_us"] > 0
+    assert recs["packed_linear (q, k, v)"]["host_us"] > 0 and recs["host only: packed_linear (q, k, v)"]["host_us"] > 0
+    assert recs["host only: 3 mm (q, k, v)"]["tokens"] == 1
     models = [r for case, r in recs.items() if "prefill" in case]
     assert [r["case"].split(", ")[-1] for r in models] == ["stock", "fusion_passes", "fusion_passes+nopack"]
     paths = [r["packed_linear_paths"] for r in models]
