@@ -6,12 +6,12 @@
 Without CUDA graphs a 1B prefill of 512 tokens at batch 1 is bound by the host: ours launches fewer kernels than
 stock (213 vs 279) and keeps the GPU busy for less time (2.54 vs 3.06 ms), but its call took longer (session 20,
 ``logs/s20_run4``: host 11.6 vs 8.3 ms). This times each op the two graphs differ in, alone, as the host sees it:
-``calls`` launches back to back, one sync at the end, wall time per call: the slower of the host and the GPU. At
-the model's shapes that can be the GPU (a 512-token GEMM takes about 10 us), so the "host only:" rows repeat the
-calls at the tiny config's shapes and one token, where it is the host's time. Then the compiled HF model itself (stock, ours): back to
-back, synchronised each call (CUDA events, as ``bench_e2e``), one call with its sync, ``packed_linear``'s counters
-(is its steady state the one-GEMM path?) and one call's profile (GPU span and busy time, the longest gaps between
-kernels, the ops with the most host time). Writes
+``calls`` launches back to back, one sync at the end, wall time per call: the slower of the host and the GPU. At the
+model's shapes that can be the GPU (a 512-token GEMM takes about 10 us), so the "host only:" rows repeat the calls
+at the tiny config's shapes and one token, where it is the host's time. Then the compiled HF model itself (stock,
+ours): back to back, synchronised each call (CUDA events, as ``bench_e2e``), one call with its sync,
+``packed_linear``'s counters (is its steady state the one-GEMM path?) and one call's profile (GPU span and busy
+time, the longest gaps between kernels, the ops with the most host time). Writes
 ``benchmarks/results/host_overhead_<device>_<torch>.json``.
 """
 

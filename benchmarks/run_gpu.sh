@@ -18,7 +18,7 @@
 #   bash benchmarks/run_gpu.sh paired_prefill  # prefill rows within noise of stock, timed in alternating rounds
 #   bash benchmarks/run_gpu.sh paired_parts  # 1B 512 x 1 prefill: ours without each family, paired
 #   bash benchmarks/run_gpu.sh paired_nopack_cg  # 1B 512 prefill with CUDA graphs: ours with / without the packing
-#   bash benchmarks/run_gpu.sh paired_nopack  # 1B prefill without graphs: ours with / without the packing; op host times
+#   bash benchmarks/run_gpu.sh paired_nopack  # 1B prefill without graphs: ours with / without the packing; op times
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
