@@ -60,7 +60,7 @@ def op_rows(cfg: dict, tokens: int, device: str, dtype, label: str = "") -> list
         "packed_linear (q, k, v)": lambda: op(x, qkv),
         "2 mm (gate, up)": lambda: [torch.mm(x, w.t()) for w in gate_up],
         "packed_linear (gate, up)": lambda: op(x, gate_up),
-        "_stacked_view (q, k, v), Python": lambda: packed_linear._stacked_view(qkv),
+        "_stacked_t (q, k, v), Python": lambda: packed_linear._stacked_t(qkv),
         "sdpa causal, enable_gqa": lambda: sdpa(q, k, v, is_causal=True, enable_gqa=True),
         "sdpa causal, K/V repeated": lambda: sdpa(q, k.repeat_interleave(heads // kv_heads, 1),
                                                   v.repeat_interleave(heads // kv_heads, 1), is_causal=True),

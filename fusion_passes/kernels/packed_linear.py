@@ -63,18 +63,18 @@ _lib.define("packed_linear(Tensor x, Tensor[] weights) -> Tensor")
 
 def packed_linear(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
     """``cat([x @ w.T for w in weights], dim=1)`` as one GEMM.  x [M, K], weights[i] [N_i, K] -> [M, sum N_i]"""
-    stacked = _stacked_view(weights)
-    if stacked is None and _may_repack(x, weights):
+    stacked_t = _stacked_t(weights)
+    if stacked_t is None and _may_repack(x, weights):
         try:
-            stacked = _repack(weights)
+            stacked_t = _repack(weights).t()
             STATS["repacked"] += 1
         except RuntimeError as e:  # e.g. inference tensors outside inference mode refuse set_
             _warn_once("repack", f"could not pack the weights ({e}); running them unpacked")
-    if stacked is None:
+    if stacked_t is None:
         STATS["unpacked"] += 1
         return _unpacked(x, weights)
     STATS["packed"] += 1
-    return torch.mm(x, stacked.t())
+    return torch.mm(x, stacked_t)
 
 
 def _packed_linear_fake(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
@@ -85,25 +85,30 @@ _lib.impl("packed_linear", packed_linear, "CompositeExplicitAutograd")
 torch.library.register_fake("fusion_passes::packed_linear", _packed_linear_fake, lib=_lib)
 
 
-def _stacked_view(weights: list[torch.Tensor]) -> torch.Tensor | None:
-    """The [sum N_i, K] matrix the weights already form in memory, or None if they are not adjacent rows.
+def _stacked_t(weights: list[torch.Tensor]) -> torch.Tensor | None:
+    """The [sum N_i, K] matrix the weights already form in memory, as its transpose [K, sum N_i] (what ``mm``
+    takes), or None if they are not adjacent rows.
 
-    Adjacent: each weight contiguous and starting where the previous one ends, all inside the first
-    weight's storage (so one ``as_strided`` view of it covers them all). Runs on every call, so it is a
-    few pointer comparisons (about 5 us for three weights on CPU).
+    Adjacent: each weight contiguous, K wide, and starting where the previous one ends, all inside the first
+    weight's storage, so that one ``as_strided`` view of it covers them all (``as_strided`` itself refuses a view
+    past its storage's end, e.g. separate allocations that happen to lie back to back). Runs on every call of the
+    compiled model, so it is a few pointer comparisons and that one view, made transposed: about 1.9 us for three
+    weights on a CPU, against 3.1 us for a bounds check of its own and a ``.t()`` after the view.
     """
     first = weights[0]
-    row_bytes = first.shape[1] * first.element_size()
+    k = first.shape[1]
+    row_bytes = k * first.element_size()
     start = first.data_ptr()
     rows = 0
     for w in weights:
-        if w.data_ptr() != start + rows * row_bytes or not w.is_contiguous():
+        n, w_k = w.shape
+        if w_k != k or w.data_ptr() != start + rows * row_bytes or not w.is_contiguous():
             return None
-        rows += w.shape[0]
-    storage = first.untyped_storage()
-    if start + rows * row_bytes > storage.data_ptr() + storage.nbytes():
-        return None  # adjacent by chance (separate allocations back to back), not one buffer
-    return first.as_strided((rows, first.shape[1]), (first.shape[1], 1))
+        rows += n
+    try:
+        return first.as_strided((k, rows), (1, k))
+    except RuntimeError:  # past the end of the first weight's storage: adjacent by chance, not one buffer
+        return None
 
 
 def _storage_users(t: torch.Tensor) -> int:

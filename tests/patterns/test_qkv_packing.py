@@ -408,6 +408,27 @@ def test_op_packs_once_then_runs_one_gemm_on_the_packed_rows():
     assert kernel.STATS["repacked"] == 1 and parts[0].untyped_storage().data_ptr() == fused.data_ptr()
 
 
+def test_op_takes_weights_back_to_back_in_separate_storages_as_unpacked_memory():
+    """Two weights whose memory lies back to back but in separate storages are not one buffer: a view of the first
+    weight's storage cannot reach the second (``as_strided`` refuses), so the op packs them before one GEMM. Weights
+    of another width at the right address are never read as rows of the first."""
+    np = pytest.importorskip("numpy")
+    x = torch.randn(3, 16)
+    memory = np.random.default_rng(0).standard_normal((12, 16)).astype(np.float32)
+    a, b = torch.from_numpy(memory[:8]), torch.from_numpy(memory[8:])  # one numpy buffer, two storages
+    assert b.data_ptr() == a.data_ptr() + a.numel() * 4 and a.untyped_storage().nbytes() == a.numel() * 4
+    expected = torch.cat([x @ a.t(), x @ b.t()], 1)
+    assert kernel._stacked_t([a, b]) is None
+    torch.testing.assert_close(torch.ops.fusion_passes.packed_linear(x, [a, b]), expected)
+    assert kernel.STATS["repacked"] == 1
+    stacked = kernel._stacked_t([a, b])  # now rows of one buffer: the view is [K, sum N_i]
+    assert stacked is not None and stacked.shape == (16, 12) and stacked.data_ptr() == a.data_ptr()
+    fused = torch.randn(12, 16)
+    narrow = fused.view(-1)[8 * 16:].view(8, 8)  # right where a third 16-wide weight would start, but 8 wide
+    assert kernel._stacked_t([fused[:8], narrow]) is None
+    assert kernel._stacked_t([fused[:8], fused[8:]]).shape == (16, 12)
+
+
 def test_op_never_separates_weights_that_alias_each_other_or_inference_tensors():
     x = torch.randn(3, 16)
     w = torch.randn(8, 16)
