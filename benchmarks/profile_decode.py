@@ -2,6 +2,7 @@
 
     python benchmarks/profile_decode.py                      # GPU: llama-1b, decode at 1024, CUDA graphs
     python benchmarks/profile_decode.py --tiny --device cpu  # CPU smoke run (op-level profile)
+    python benchmarks/profile_decode.py --workload prefill-512 --attn sdpa  # a prefill call's kernels instead
 
 For each variant prints the top kernels by total device time (name, calls per step, us per step, share) and
 writes ``benchmarks/results/profile_decode_<device>_<torch>.json``. This is the starting point of the
@@ -80,13 +81,17 @@ def main(argv=None) -> int:
     p.add_argument("--variants", nargs="+", default=["stock+cudagraphs", "fusion_passes+cudagraphs"])
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--top", type=int, default=15)
+    p.add_argument("--workload", default=None, help="a bench_e2e workload, e.g. prefill-512 (default decode-<context>)")
     add_run_args(p)
     args = p.parse_args(argv)
     if args.tiny:
         args.model, args.context, args.steps = "tiny", 16, 2
     dtype = run_dtype(args)
     model = build_model(args.model, args.attn, args.device, dtype)
-    fresh_step = workload_inputs(model, f"decode-{args.context}", 1, args.device)
+    workload = args.workload or f"decode-{args.context}"
+    if args.tiny and workload.startswith("prefill"):
+        workload = "prefill-16"
+    fresh_step = workload_inputs(model, workload, 1, args.device)
     records = []
     for variant in args.variants:
         step = step_for(variant, fresh_step())
@@ -98,7 +103,7 @@ def main(argv=None) -> int:
         if trace:
             print("timeline of one step: " + ", ".join(f"{k}={v}" for k, v in trace.items() if k != "first_kernels"))
             print(tabulate(trace["first_kernels"], headers="keys"))
-        records.append(dict(model=args.model, attn=args.attn, workload=f"decode-{args.context}", variant=variant,
+        records.append(dict(model=args.model, attn=args.attn, workload=workload, variant=variant,
                             kernels=rows, timeline=trace))
     return write_results(records, "profile_decode", args.out, key=("model", "attn", "workload", "variant"), device=args.device)
 

@@ -19,6 +19,7 @@
 #   bash benchmarks/run_gpu.sh paired_parts  # 1B 512 x 1 prefill: ours without each family, paired
 #   bash benchmarks/run_gpu.sh paired_nopack_cg  # 1B 512 prefill with CUDA graphs: ours with / without the packing
 #   bash benchmarks/run_gpu.sh paired_nopack  # 1B prefill without graphs: ours with / without the packing; op times
+#   bash benchmarks/run_gpu.sh profile_prefill  # 1B 512 x 1 prefill's kernels, eager vs sdpa attention, graphed
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -242,6 +243,13 @@ case "${1:-}" in
       2>&1 | grep -v Warn | tail -14
     timeout 150 python3 benchmarks/probe_host_overhead.py --no-models --out "$OUT/host_ops.json" 2>&1 \
       | grep -v Warn | tail -20 ;;
+  profile_prefill)  # (prepared in session 21) why ours with eager attention takes 0.25 ms more GPU time than ours
+                    # with sdpa at 1B 512 x 1 under CUDA graphs (logs/s21_run2: 3.15 vs 2.90 ms): both kernel lists
+    for attn in eager sdpa; do
+      timeout 150 python3 benchmarks/profile_decode.py --workload prefill-512 --attn $attn --steps 5 --top 25 \
+        --variants fusion_passes+cudagraphs stock+cudagraphs --out "$OUT/profile_prefill_$attn.json" 2>&1 \
+        | grep -v Warn | tail -70
+    done ;;
   chain)
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch read --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -16 ;;
   design)  # compiles in 8 processes first, then one process times (logs/s12_run4, s12_run5)

@@ -111,6 +111,18 @@ def test_decode_profile_tiny_cpu(tmp_path):
     assert any("packed_linear" in k["kernel"] for k in rec["kernels"])  # the packed projections ran
 
 
+def test_profile_a_prefill_call_tiny_cpu(tmp_path):
+    """``--workload prefill-…``: the same per-kernel profile of a prefill call (at the tiny config, 16 tokens)."""
+    import profile_decode
+
+    out = tmp_path / "prof.json"
+    assert profile_decode.main(["--tiny", "--device", "cpu", "--variants", "fusion_passes", "--workload",
+                                "prefill-512", "--out", str(out)]) == 0
+    (rec,) = json.loads(out.read_text())["records"]
+    assert rec["workload"] == "prefill-16" and any("packed_linear" in k["kernel"] for k in rec["kernels"])
+    assert any("scaled_dot_product" in k["kernel"] for k in rec["kernels"])  # eager attention became SDPA
+
+
 def test_gemv_bench_tiny_cpu(tmp_path):
     import bench_gemv
 
