@@ -20,6 +20,7 @@
 #   bash benchmarks/run_gpu.sh paired_nopack_cg  # 1B 512 prefill with CUDA graphs: ours with / without the packing
 #   bash benchmarks/run_gpu.sh paired_nopack  # 1B prefill without graphs: ours with / without the packing; op times
 #   bash benchmarks/run_gpu.sh profile_prefill  # 1B 512 x 1 prefill's kernels, eager vs sdpa attention, graphed
+#   bash benchmarks/run_gpu.sh sdpa_forms [model]  # prefill attention: the SDPA forms x backends, per shape
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -250,6 +251,11 @@ case "${1:-}" in
         --variants fusion_passes+cudagraphs stock+cudagraphs --out "$OUT/profile_prefill_$attn.json" 2>&1 \
         | grep -v Warn | tail -70
     done ;;
+  sdpa_forms)  # (prepared in session 21) which SDPA call the attention rewrite should make at prefill: GQA + causal
+              # (now), K/V repeated + causal, K/V repeated + mask (HF's sdpa), each under PyTorch's backend choice
+              # and each backend alone, per shape of ${2:-llama-1b}
+    timeout 560 python3 benchmarks/bench_prefill_kernels.py --model "${2:-llama-1b}" --families attention \
+      --sdpa-forms --out "$OUT/prefill_sdpa_forms_${2:-llama-1b}.json" 2>&1 | grep "^\[prefill\]" ;;
   chain)
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch read --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -16 ;;
   design)  # compiles in 8 processes first, then one process times (logs/s12_run4, s12_run5)

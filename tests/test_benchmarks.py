@@ -144,6 +144,20 @@ def test_prefill_kernels_bench_tiny_cpu(tmp_path):
     assert all(r["us"] > 0 and r["max_err"] < 1e-4 for r in recs)  # fp32 on CPU: the rewrites' ops match
 
 
+def test_prefill_kernels_bench_sdpa_forms_tiny_cpu(tmp_path):
+    """``--sdpa-forms``: the SDPA calls the rewrite could make (on CPU only PyTorch's own backend choice), each
+    matching eager attention and naming the attention op it ran."""
+    import bench_prefill_kernels
+
+    out = tmp_path / "prefill.json"
+    assert bench_prefill_kernels.main(["--tiny", "--families", "attention", "--sdpa-forms", "--out", str(out)]) == 0
+    recs = {r["variant"]: r for r in json.loads(out.read_text())["records"]}
+    assert set(recs) == {"stock", "ours", "repeated causal [auto]", "repeated mask [auto]"}
+    for name, r in recs.items():
+        assert "error" not in r and r["us"] > 0 and r["max_err"] < 1e-4, r
+        assert (r["kernels"] == []) == (name == "stock"), r  # stock's eager attention runs no SDPA
+
+
 def test_gemv_design_probe_tiny_interpreted(tmp_path):
     """Every accumulation and norm design of the probe's kernel runs (each checked against eager's math inside)
     and is timed next to the read floor."""
