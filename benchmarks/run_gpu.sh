@@ -238,7 +238,9 @@ case "${1:-}" in
       --out "$OUT/e2e_prefill_paired_nopack_cg.json" 2>&1 | grep -v Warn | tail -8 ;;
   paired_nopack)  # (prepared in session 21) the packing's host cost without CUDA graphs: 1B prefill 512 / 2048 x
                   # 1 / 8, stock vs ours vs ours without the packing, paired; then per-op host times ("host only:"
-                  # rows: tiny shapes, so the GPU is not the bound)
+                  # rows: tiny shapes, so the GPU is not the bound); first the packing's GPU tests (its steady
+                  # state changed in session 21)
+    timeout 100 python3 -m pytest -q -p no:cacheprovider tests/patterns/test_qkv_packing.py -m gpu 2>&1 | tail -2
     timeout 380 python3 benchmarks/bench_e2e.py --attn eager --workloads prefill-512 prefill-2048 --rounds 10 \
       --iters 10 --variants stock fusion_passes fusion_passes+nopack --out "$OUT/e2e_prefill_paired_nopack.json" \
       2>&1 | grep -v Warn | tail -14
