@@ -3,8 +3,9 @@
     python benchmarks/bench_e2e.py                              # GPU: llama-1b, eager+sdpa attention, all workloads
     python benchmarks/bench_e2e.py --model llama-8b --workloads decode-1024
     python benchmarks/bench_e2e.py --tiny                       # CPU smoke run of the harness (CI)
-    python benchmarks/bench_e2e.py --workloads prefill-512 --variants stock fusion_passes --rounds 20 --iters 10
-                                                                # paired: alternating rounds, ratios per round
+    python benchmarks/bench_e2e.py --workloads prefill-512 --variants stock fusion_passes --rounds 20 --iters 10 \
+        --control                                               # paired: alternating rounds, ratios per round,
+                                                                # stock twice for the run's noise
 
 Variants in one run: ``eager``, ``stock`` (torch.compile, Inductor), ``fusion_passes``, ``fusion_passes+rope`` /
 ``fusion_passes+norope`` (decode_gemv's RoPE epilogue forced on / off; it is on by default),
@@ -230,8 +231,9 @@ def run(args, save) -> list[dict]:
                                 copy_bw_gbs=round(bw, 1) if bw else None)
                     print(f"[bench] {attn} {workload} b{batch} paired: {' '.join(args.variants)}", file=sys.stderr,
                           flush=True)
-                    records += [{**base, **r} for r in measure_paired(model, fresh_step, args.variants, reference,
-                                                                       device, args.rounds, args.iters)]
+                    records += [{**base, **r} for r in measure_paired(model, fresh_step, list(args.variants),
+                                                                       reference, device, args.rounds, args.iters,
+                                                                       control=args.control)]
                     save(records)
                     continue
                 for variant in args.variants:
@@ -326,22 +328,28 @@ def measure(model, step, variant, reference, device, iters, decode=False) -> dic
     )
 
 
-def measure_paired(model, fresh_step, variants, reference, device, rounds, iters) -> list[dict]:
+CONTROL = " (control)"
+
+
+def measure_paired(model, fresh_step, variants, reference, device, rounds, iters, control=False) -> list[dict]:
     """The variants timed in alternating rounds, for comparisons the run-to-run noise of one measurement each would
     hide (a host-bound step moves by more than the difference between two variants from one machine start to the
     next). All are compiled first and stay compiled together (Dynamo keeps one cache entry per backend); then each
     round times every variant (``median_ms`` of ``iters`` calls), forward and reverse order by turns. Per variant:
     the median of its rounds, each round's median, and against the first variant the median of the per-round
     ratios and the rounds it was faster in. ``recompiles`` counts graphs compiled during the rounds (0, or the
-    rounds did not time what they name)."""
+    rounds did not time what they name). ``control``: the first variant is compiled a second time and timed as
+    one more, "<first> (control)": the same code, so its ratio to the first is this run's noise."""
     from torch._dynamo.utils import counters
 
     variants = [v for v in variants if device.startswith("cuda") or not v.endswith("+cudagraphs")]
+    variants += [variants[0] + CONTROL] if control else []
     # every make_variant first: each resets Dynamo, which would drop a compile done before it
-    compiled = {v: (make_variant(model, v), step_for(v, fresh_step())) for v in variants}
+    compiled = {v: (make_variant(model, v.removesuffix(CONTROL)), step_for(v.removesuffix(CONTROL), fresh_step()))
+                for v in variants}
     recs = {}
     for v, (m, step) in compiled.items():
-        with variant_env(v), torch.no_grad():
+        with variant_env(v.removesuffix(CONTROL)), torch.no_grad():
             t0 = time.perf_counter()
             out = step(m).float().clone()
             if device.startswith("cuda"):
@@ -355,7 +363,7 @@ def measure_paired(model, fresh_step, variants, reference, device, rounds, iters
     for r in range(rounds):
         for v in variants if r % 2 == 0 else variants[::-1]:
             m, step = compiled[v]
-            with variant_env(v), torch.no_grad():
+            with variant_env(v.removesuffix(CONTROL)), torch.no_grad():
                 times[v].append(median_ms(lambda: step(m), device, iters=iters, warmup=1))
     recompiles = counters["stats"]["unique_graphs"] - graphs_before
     first = times[variants[0]]
@@ -380,6 +388,8 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=0,
                    help="time the variants against each other in this many alternating rounds of --iters calls "
                         "each (measure_paired), instead of one after the other")
+    p.add_argument("--control", action="store_true",
+                   help="with --rounds: the first variant twice (compiled twice), to show the run's noise")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--budget-s", type=float, default=0, help="stop starting new variants after this many seconds")
     p.add_argument("--tiny", action="store_true", help="CPU smoke run: tiny config, short workloads")

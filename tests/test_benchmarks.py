@@ -415,12 +415,13 @@ def test_l2_prefetch_stand_in_compiles_for_hopper_with_ptx_prefetches():
 
 def test_e2e_paired_rounds_tiny_cpu(tmp_path):
     """``--rounds``: every variant compiled once, timed in alternating rounds with nothing recompiled in between;
-    each record has its per-round times and its ratio to the first variant (1 for the first itself)."""
+    each record has its per-round times and its ratio to the first variant (1 for the first itself). ``--control``
+    adds the first variant again, compiled separately, as the run's noise."""
     out = tmp_path / "paired.json"
     assert bench_e2e.main(["--tiny", "--device", "cpu", "--attn", "eager", "--workloads", "prefill-16", "--variants",
-                           "stock", "fusion_passes", "--rounds", "4", "--out", str(out)]) == 0
+                           "stock", "fusion_passes", "--rounds", "4", "--control", "--out", str(out)]) == 0
     recs = json.loads(out.read_text())["records"]
-    assert [r["variant"] for r in recs] == ["stock", "fusion_passes"]
+    assert [r["variant"] for r in recs] == ["stock", "fusion_passes", "stock (control)"]  # stock compiled twice
     for r in recs:
         assert r["rounds"] == 4 and len(r["round_ms"]) == 4 and all(t > 0 for t in r["round_ms"]), r
         assert r["recompiles"] == 0 and r["max_err"] < 1e-3 and r["vs_first"] == "stock", r
