@@ -26,7 +26,7 @@ from . import records
 from .records import PassError
 from .pass_manager import HOOK_CONFIG, FusionGraphPass
 from .static_cudagraphs import StaticCudaGraphs, blocker
-from .patterns import get_family, load, resolve
+from .patterns import check_settings, get_family, load, resolve
 
 __all__ = ["FusionBackend", "backend", "fusion_passes_backend", "CUDAGRAPHS"]
 
@@ -48,6 +48,7 @@ class FusionBackend:
         self.dynamic = dynamic
         self.cudagraphs = cudagraphs
         self._inductor_options()  # validate mode/options now, not at the first call
+        check_settings()  # a misspelt or removed FUSION_PASSES_* setting would otherwise do nothing, silently
 
     def __repr__(self) -> str:
         return (f"fusion_passes.backend(patterns={list(self.patterns)}, mode={self.mode!r}, options={self.options}, "

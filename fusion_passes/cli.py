@@ -1,4 +1,4 @@
-"""The ``fusion-passes`` command line: ``demo`` and ``patterns`` (``report`` lands with the reports)."""
+"""The ``fusion-passes`` command line: ``demo``, ``patterns``, ``settings`` and ``report``."""
 
 from __future__ import annotations
 
@@ -15,6 +15,26 @@ def _cmd_patterns(args) -> int:
 
     rows = [(n, get_family(n).HOOK, getattr(get_family(n), "DESCRIPTION", "")) for n in available_patterns()]
     print(tabulate(rows, headers=["pattern", "hook", "what it does"]))
+    return 0
+
+
+def _cmd_settings(args) -> int:
+    import os
+
+    from tabulate import tabulate
+
+    from .patterns import REMOVED_SETTINGS, settings
+
+    known = settings()
+    def now(name, choices):
+        value = os.environ.get(name)
+        return f"({choices[0]})" if value is None else value if value in choices else f"{value} (invalid)"
+
+    rows = [(name, " | ".join(choices), now(name, choices), reader) for name, (choices, reader) in sorted(known.items())]
+    print(tabulate(rows, headers=["setting", "choices (default first)", "now", "read by"]))
+    unknown = sorted(k for k in os.environ if k.startswith("FUSION_PASSES_") and k not in known)
+    for name in unknown:
+        print(f"\n{name} is set but ignored: {REMOVED_SETTINGS.get(name, 'no such setting (a typo?)')}")
     return 0
 
 
@@ -41,6 +61,9 @@ def main(argv=None) -> int:
 
     pats = sub.add_parser("patterns", help="list the pattern families")
     pats.set_defaults(func=_cmd_patterns)
+
+    sets = sub.add_parser("settings", help="list the FUSION_PASSES_* environment settings, their choices and values")
+    sets.set_defaults(func=_cmd_settings)
 
     from .cli_report import add_report_parser  # noqa: E402 - `report` lives with the reports
     add_report_parser(sub)

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 import torch
@@ -198,6 +199,48 @@ def test_bad_input_names_the_fix(kwargs, needle):
     assert needle in str(e.value)
     if "pattern" in needle:
         assert "Valid names:" in str(e.value)
+
+
+def test_unknown_or_removed_setting_warns_naming_the_fix(monkeypatch):
+    """A FUSION_PASSES_* variable that nothing reads (a typo, a removed setting) would do nothing silently: building
+    the backend warns once per name, listing the settings or saying what replaced a removed one. Known settings,
+    even with values the backend does not use, do not warn."""
+    from fusion_passes import patterns
+
+    monkeypatch.setattr(patterns, "_warned_settings", set())
+    monkeypatch.setenv("FUSION_PASSES_GEMV_TABEL", "off")
+    monkeypatch.setenv("FUSION_PASSES_SDPA_BACKEND", "no-cudnn")
+    monkeypatch.setenv("FUSION_PASSES_GEMV_TABLE", "tiled")
+    monkeypatch.setenv("FUSION_PASSES_RAISE", "0")
+    with pytest.warns(UserWarning) as caught:
+        fusion_passes.backend()
+    messages = sorted(str(w.message) for w in caught if "is ignored" in str(w.message))
+    assert len(messages) == 2, messages
+    assert messages[0].startswith("fusion_passes: FUSION_PASSES_GEMV_TABEL is ignored: no such setting; the settings "
+                                  "are FUSION_PASSES_DECODE_ATTENTION, ")
+    assert "FUSION_PASSES_GEMV_TABLE" in messages[0] and "FUSION_PASSES_RESIDUAL_NORM" in messages[0]
+    assert "FUSION_PASSES_SDPA_BACKEND is ignored: removed in session 21" in messages[1]
+    assert "torch.backends.cuda.enable_cudnn_sdp(False)" in messages[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per name: no second warning
+        fusion_passes.backend()
+    assert patterns.check_settings({"FUSION_PASSES_GEMV_NORM": "late", "OTHER": "x"}) == []
+
+
+def test_every_setting_is_listed_with_its_choices():
+    """``settings()`` finds each family's settings (and its kernels') by the ``<X>POLICY_ENV`` / ``<X>POLICIES``
+    convention; each one's default is what ``env_policy`` returns when it is unset."""
+    from fusion_passes.kernels import gemv_table
+    from fusion_passes.patterns import attention_sdpa, decode_gemv, env_policy, residual_norm, settings
+
+    found = settings()
+    assert found[gemv_table.NORM_POLICY_ENV] == (gemv_table.NORM_POLICIES, "fusion_passes.kernels.gemv_table")
+    assert found[attention_sdpa.INLINE_POLICY_ENV][0] == attention_sdpa.INLINE_POLICIES
+    assert {decode_gemv.POLICY_ENV, decode_gemv.ROPE_POLICY_ENV, decode_gemv.KV_WRITE_POLICY_ENV,
+            residual_norm.POLICY_ENV, "FUSION_PASSES_RAISE"} <= set(found)
+    for name, (choices, _) in found.items():
+        if name != "FUSION_PASSES_RAISE" and name not in os.environ:
+            assert env_policy(name, choices) == choices[0]
 
 
 def test_unknown_pattern_error_lists_valid_names(toys):

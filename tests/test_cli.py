@@ -41,6 +41,22 @@ def test_patterns_lists_every_family_with_its_hook():
     assert "post_grad" in text or "joint" in text
 
 
+def test_settings_lists_each_with_its_choices_value_and_ignored_ones():
+    env = {"FUSION_PASSES_GEMV_TABLE": "tiled", "FUSION_PASSES_GEMV_NORM": "nope",
+           "FUSION_PASSES_SDPA_BACKEND": "no-cudnn", "FUSION_PASSES_DECODE_ROPEE": "off"}
+    exe = shutil.which("fusion-passes")
+    cmd = [exe] if exe else [sys.executable, "-m", "fusion_passes.cli"]
+    out = subprocess.run(cmd + ["settings"], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         env={**{k: v for k, v in os.environ.items() if not k.startswith("FUSION_PASSES_")}, **env})
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = {line.split()[0]: line for line in out.stdout.splitlines() if line.startswith("FUSION_PASSES_")}
+    assert "on | tiled | off" in lines["FUSION_PASSES_GEMV_TABLE"] and " tiled " in lines["FUSION_PASSES_GEMV_TABLE"]
+    assert "nope (invalid)" in lines["FUSION_PASSES_GEMV_NORM"]
+    assert "(on)" in lines["FUSION_PASSES_DECODE_ROPE"]  # unset: its default
+    assert "FUSION_PASSES_DECODE_ROPEE is set but ignored: no such setting (a typo?)" in out.stdout
+    assert "FUSION_PASSES_SDPA_BACKEND is set but ignored: removed in session 21" in out.stdout
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA error")
 def test_demo_cuda_without_cuda_names_the_fix():
     out = cli("demo", "--device", "cuda", check=False)

@@ -9,6 +9,11 @@ Each family is a module here (``fusion_passes/patterns/<name>.py``) exporting:
     cache_key() -> str (optional)  # run-time settings that change its output, for the FX-cache key
     apply(graph, ctx) -> None      # rewrite `graph` in place, reporting through ctx (a PassContext)
 
+A family's settings are environment variables read with ``env_policy``: ``<X>POLICY_ENV = "FUSION_PASSES_..."``
+with its choices in ``<X>POLICIES`` (default first), in the family's module or one of its ``DEPENDS``;
+``settings()`` finds them there (``fusion-passes settings`` lists them) and ``check_settings()`` warns about a
+``FUSION_PASSES_*`` variable that nothing reads (a typo, or a setting since removed).
+
 Families run in the order of ``BUILTIN`` within their hook; joint-graph families run before post-grad ones.
 Adding a family: its module, one line in ``BUILTIN``, one test file.
 """
@@ -20,7 +25,8 @@ import importlib.util
 import os
 from types import ModuleType
 
-__all__ = ["BUILTIN", "HOOKS", "available_patterns", "env_policy", "get_family", "register_pattern", "resolve"]
+__all__ = ["BUILTIN", "HOOKS", "available_patterns", "check_settings", "env_policy", "get_family", "register_pattern",
+           "resolve", "settings"]
 
 HOOKS = ("joint", "post_grad")
 
@@ -47,6 +53,55 @@ def env_policy(env: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ValueError(f"{env}={value!r}; use one of {', '.join(choices)}")
     return value
+
+
+# FUSION_PASSES_* variables read outside the families: name -> (choices, the module that reads it). RAISE=1: a
+# pass's error is raised instead of reported and compiled around
+OTHER_SETTINGS = {"FUSION_PASSES_RAISE": (("0", "1"), "fusion_passes.backend")}
+# Settings that were removed, and what to do instead: a user's stale setting would otherwise do nothing silently
+REMOVED_SETTINGS = {
+    "FUSION_PASSES_SDPA_BACKEND": "removed in session 21 (cuDNN's attention measured faster than flash on the H200 at "
+                                  "every prefill size); to rule cuDNN out, call "
+                                  "torch.backends.cuda.enable_cudnn_sdp(False) before the compiled model's first call",
+    "FUSION_PASSES_GEMV_EPILOGUE_LOADS": "removed in session 16 (measured no faster)",
+}
+_warned_settings: set[str] = set()
+
+
+def settings() -> dict[str, tuple[tuple[str, ...], str]]:
+    """Every ``FUSION_PASSES_*`` setting: name -> (choices, default first; the module that reads it). Imports the
+    built-in families (one that fails to import is skipped: its settings are then not listed)."""
+    found = dict(OTHER_SETTINGS)
+    for name in available_patterns():
+        try:
+            family = get_family(name)
+        except Exception:  # noqa: BLE001 - load() reports it when the family is asked for
+            continue
+        for module in (family, *getattr(family, "DEPENDS", ())):
+            for attr, value in vars(module).items():
+                if attr.endswith("POLICY_ENV") and isinstance(value, str) and value not in found:
+                    choices = getattr(module, attr.removesuffix("POLICY_ENV") + "POLICIES")
+                    found[value] = (tuple(choices), getattr(module, "__name__", repr(module)))
+    return found
+
+
+def check_settings(environ=None) -> list[str]:
+    """Warn (once per process and name) about each ``FUSION_PASSES_*`` variable in ``environ`` (default:
+    ``os.environ``) that no setting reads, naming the valid ones or, for a removed one, what to do instead.
+    Returns the unknown names."""
+    import warnings
+
+    environ = os.environ if environ is None else environ
+    names = [k for k in environ if k.startswith("FUSION_PASSES_")]
+    known = settings() if names else {}
+    unknown = [k for k in names if k not in known]
+    for name in unknown:
+        if name in _warned_settings:
+            continue
+        _warned_settings.add(name)
+        why = REMOVED_SETTINGS.get(name) or f"no such setting; the settings are {', '.join(sorted(known))}"
+        warnings.warn(f"fusion_passes: {name} is ignored: {why}", stacklevel=3)
+    return unknown
 
 
 def _present(name: str) -> bool:
