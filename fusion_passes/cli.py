@@ -26,9 +26,12 @@ def _cmd_settings(args) -> int:
     from .patterns import REMOVED_SETTINGS, settings
 
     known = settings()
+
     def now(name, choices):
         value = os.environ.get(name)
-        return f"({choices[0]})" if value is None else value if value in choices else f"{value} (invalid)"
+        if value is None:
+            return f"({choices[0]})" if choices else ""
+        return value if value in choices or not choices else f"{value} (invalid)"
 
     rows = [(name, " | ".join(choices), now(name, choices), reader) for name, (choices, reader) in sorted(known.items())]
     print(tabulate(rows, headers=["setting", "choices (default first)", "now", "read by"]))

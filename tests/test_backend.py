@@ -227,6 +227,21 @@ def test_unknown_or_removed_setting_warns_naming_the_fix(monkeypatch):
     assert patterns.check_settings({"FUSION_PASSES_GEMV_NORM": "late", "OTHER": "x"}) == []
 
 
+def test_a_registered_familys_setting_is_known_even_without_its_choices():
+    from types import SimpleNamespace
+
+    from fusion_passes import patterns
+
+    family = SimpleNamespace(NAME="toy_with_setting", HOOK="post_grad", apply=lambda graph, ctx: None,
+                             EXTRA_POLICY_ENV="FUSION_PASSES_TOY_EXTRA")
+    register_pattern(family)
+    try:
+        assert patterns.settings()["FUSION_PASSES_TOY_EXTRA"] == ((), repr(family))
+        assert patterns.check_settings({"FUSION_PASSES_TOY_EXTRA": "1"}) == []
+    finally:
+        unregister_pattern("toy_with_setting")
+
+
 def test_every_setting_is_listed_with_its_choices():
     """``settings()`` finds each family's settings (and its kernels') by the ``<X>POLICY_ENV`` / ``<X>POLICIES``
     convention; each one's default is what ``env_policy`` returns when it is unset."""

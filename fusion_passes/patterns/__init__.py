@@ -78,9 +78,10 @@ def settings() -> dict[str, tuple[tuple[str, ...], str]]:
         except Exception:  # noqa: BLE001 - load() reports it when the family is asked for
             continue
         for module in (family, *getattr(family, "DEPENDS", ())):
-            for attr, value in vars(module).items():
+            for attr, value in dict(getattr(module, "__dict__", {})).items():
                 if attr.endswith("POLICY_ENV") and isinstance(value, str) and value not in found:
-                    choices = getattr(module, attr.removesuffix("POLICY_ENV") + "POLICIES")
+                    # a registered family without the choices next to it still has its setting known
+                    choices = getattr(module, attr.removesuffix("POLICY_ENV") + "POLICIES", ())
                     found[value] = (tuple(choices), getattr(module, "__name__", repr(module)))
     return found
 
