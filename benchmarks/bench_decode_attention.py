@@ -22,11 +22,14 @@ from common import write_results  # noqa: E402
 import fusion_passes.kernels.decode_attention as kernel  # noqa: E402
 
 
+def repeat_kv(t, heads: int):
+    """[B, Hkv, S, D] -> [B, heads, S, D], each KV head repeated for its query heads (HF's ``repeat_kv``)."""
+    return t[:, :, None].expand(-1, -1, heads // t.shape[1], -1, -1).reshape(t.shape[0], heads, *t.shape[2:])
+
+
 def eager_attention(q, k, v, mask, scale):
     """HF ``eager_attention_forward`` with ``repeat_kv``: q [B, H, Sq, D], k/v [B, Hkv, Sk, D], mask [.., Sq, Sk]."""
-    group = q.shape[1] // k.shape[1]
-    k = k[:, :, None].expand(-1, -1, group, -1, -1).reshape(q.shape[0], -1, *k.shape[2:])
-    v = v[:, :, None].expand(-1, -1, group, -1, -1).reshape(q.shape[0], -1, *v.shape[2:])
+    k, v = repeat_kv(k, q.shape[1]), repeat_kv(v, q.shape[1])
     s = q @ k.transpose(2, 3) * scale + mask
     return torch.softmax(s, dim=-1, dtype=torch.float32).to(q.dtype) @ v
 

@@ -288,19 +288,26 @@ def step_for(variant: str, step):
     return marked
 
 
+def first_calls(step, compiled, device, reference) -> dict:
+    """The first call (it compiles: ``compile_s``, and its ``max_err`` against ``reference``), then two more
+    (cudagraph trees record on the 2nd / 3rd call)."""
+    t0 = time.perf_counter()
+    out = step(compiled).float().clone()  # cloned: later CUDA-graph replays reuse the output buffer
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    first = dict(compile_s=round(time.perf_counter() - t0, 2), max_err=float((out - reference).abs().max()))
+    for _ in range(2):
+        step(compiled)
+    return first
+
+
 def measure(model, step, variant, reference, device, iters, decode=False) -> dict:
     import fusion_passes
 
     compiled = make_variant(model, variant)
     step = step_for(variant, step)
     with torch.no_grad(), fusion_passes.capture() as recs:
-        t0 = time.perf_counter()
-        out = step(compiled).float().clone()  # cloned: later CUDA-graph replays reuse the output buffer
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-        compile_s = time.perf_counter() - t0
-        for _ in range(2):  # cudagraph trees record on the 2nd/3rd call
-            step(compiled)
+        first = first_calls(step, compiled, device, reference)
         if device.startswith("cuda"):
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
@@ -321,8 +328,7 @@ def measure(model, step, variant, reference, device, iters, decode=False) -> dic
         pipelined_ms=round(pipelined, 4) if pipelined is not None else None,
         kernels=kernels,
         peak_mem_gib=round(peak, 3) if peak is not None else None,
-        compile_s=round(compile_s, 2),
-        max_err=float((out - reference).abs().max()),
+        **first,
         matches=fired,
         errors=[e.error for r in recs for e in r.errors],
     )
@@ -350,14 +356,7 @@ def measure_paired(model, fresh_step, variants, reference, device, rounds, iters
     recs = {}
     for v, (m, step) in compiled.items():
         with variant_env(v.removesuffix(CONTROL)), torch.no_grad():
-            t0 = time.perf_counter()
-            out = step(m).float().clone()
-            if device.startswith("cuda"):
-                torch.cuda.synchronize()
-            recs[v] = dict(variant=v, compile_s=round(time.perf_counter() - t0, 2),
-                           max_err=float((out - reference).abs().max()))
-            for _ in range(2):  # cudagraph trees record on the 2nd/3rd call
-                step(m)
+            recs[v] = dict(variant=v, **first_calls(step, m, device, reference))
     graphs_before = counters["stats"]["unique_graphs"]
     times = {v: [] for v in variants}
     for r in range(rounds):

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_decode_attention import eager_attention  # noqa: E402 - HF's eager attention with repeat_kv
+from bench_decode_attention import eager_attention, repeat_kv  # noqa: E402 - HF's eager attention, repeat_kv
 from bench_gemv import per_call_ms  # noqa: E402
 from common import write_results  # noqa: E402
 
@@ -41,11 +41,6 @@ MODELS = {"llama-1b": (2048, 32, 8, 64), "llama-8b": (4096, 32, 8, 128), "tiny":
 
 def sdpa_attention(q, k, v, scale):
     return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=True)
-
-
-def repeat_kv(t, heads: int):
-    """[B, Hkv, S, D] -> [B, heads, S, D], each KV head repeated for its query heads (HF's ``repeat_kv``)."""
-    return t[:, :, None].expand(-1, -1, heads // t.shape[1], -1, -1).reshape(t.shape[0], heads, *t.shape[2:])
 
 
 def sdpa_repeated_causal(q, k, v, scale):

@@ -35,11 +35,23 @@ def add_run_args(p) -> None:
     p.add_argument("--out", default=None, help="JSON path (default benchmarks/results/<kind>_<device>_<torch>.json)")
 
 
-def add_decode_args(p) -> None:
-    """--model / --attn / --context, for the scripts that look at one decode step."""
+def add_decode_args(p, workload: bool = False) -> None:
+    """--model / --attn / --context, for the scripts that look at one decode step; ``workload``: also --workload,
+    another bench_e2e workload in its place (read with :func:`step_workload`)."""
     p.add_argument("--model", default="llama-1b")
     p.add_argument("--attn", default="eager")
     p.add_argument("--context", type=int, default=1024)
+    if workload:
+        p.add_argument("--workload", default=None,
+                       help="a bench_e2e workload in place of decode at --context, e.g. prefill-512 (batch 1)")
+
+
+def step_workload(args) -> str:
+    """The bench_e2e workload of the step a script looks at: --workload, or decode at --context; with --tiny at
+    16 tokens."""
+    if not args.workload:
+        return f"decode-{16 if args.tiny else args.context}"
+    return args.workload.split("-")[0] + "-16" if args.tiny else args.workload
 
 
 def run_dtype(args, variants_attr: str | None = "variants") -> torch.dtype:

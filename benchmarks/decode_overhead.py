@@ -32,7 +32,9 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_e2e import build_model, make_variant, step_for, workload_inputs  # noqa: E402
-from common import add_run_args, median_ms, pipelined_ms, run_dtype, write_results  # noqa: E402
+from common import (  # noqa: E402
+    add_decode_args, add_run_args, median_ms, pipelined_ms, run_dtype, step_workload, write_results,
+)
 
 
 def gpu_busy_ms(fn, steps: int = 10) -> float:
@@ -76,11 +78,7 @@ def main(argv=None) -> int:
     from tabulate import tabulate
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="llama-1b")
-    p.add_argument("--attn", default="eager")
-    p.add_argument("--context", type=int, default=1024)
-    p.add_argument("--workload", default=None,
-                   help="a bench_e2e workload in place of decode at --context, e.g. prefill-512 (batch 1)")
+    add_decode_args(p, workload=True)
     p.add_argument("--variants", nargs="+",
                    default=["stock+cudagraphs", "fusion_passes+cudagraphs"])
     p.add_argument("--cprofile", type=int, default=20, help="steps under cProfile (0: skip)")
@@ -90,11 +88,9 @@ def main(argv=None) -> int:
     cuda = args.device.startswith("cuda")
     if args.tiny:
         args.model, args.context, args.cprofile = "tiny", 16, 2
-        if args.workload:
-            args.workload = args.workload.split("-")[0] + "-16"
     dtype = run_dtype(args)
     model = build_model(args.model, args.attn, args.device, dtype)
-    workload = args.workload or f"decode-{args.context}"
+    workload = step_workload(args)
     fresh_step = workload_inputs(model, workload, 1, args.device)
     records = []
     # each decode step writes the next cache slot (the static cache has 256 past the context): ~230 steps per variant

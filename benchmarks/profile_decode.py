@@ -19,7 +19,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_e2e import build_model, make_variant, step_for, variant_env, workload_inputs  # noqa: E402
-from common import add_decode_args, add_run_args, run_dtype, write_results  # noqa: E402
+from common import add_decode_args, add_run_args, run_dtype, step_workload, write_results  # noqa: E402
 
 
 def timeline(kernel_events: list, steps: int, first: int) -> dict:
@@ -77,20 +77,17 @@ def main(argv=None) -> int:
     from tabulate import tabulate
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_decode_args(p)
+    add_decode_args(p, workload=True)
     p.add_argument("--variants", nargs="+", default=["stock+cudagraphs", "fusion_passes+cudagraphs"])
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--top", type=int, default=15)
-    p.add_argument("--workload", default=None, help="a bench_e2e workload, e.g. prefill-512 (default decode-<context>)")
     add_run_args(p)
     args = p.parse_args(argv)
     if args.tiny:
         args.model, args.context, args.steps = "tiny", 16, 2
     dtype = run_dtype(args)
     model = build_model(args.model, args.attn, args.device, dtype)
-    workload = args.workload or f"decode-{args.context}"
-    if args.tiny and workload.startswith("prefill"):
-        workload = "prefill-16"
+    workload = step_workload(args)
     fresh_step = workload_inputs(model, workload, 1, args.device)
     records = []
     for variant in args.variants:
