@@ -19,6 +19,7 @@ of the HBM roofline (weight bytes / time / measured copy bandwidth). Prints a ta
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import sys
 import time
@@ -31,6 +32,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import env_set, environment, median_ms, pipelined_ms, results_path, save_records  # noqa: E402
+from fusion_passes.kernels import packed_linear  # noqa: E402
 
 CONFIGS = {
     # hidden, layers, heads, kv heads, ffn, vocab
@@ -344,7 +346,8 @@ def measure_paired(model, fresh_step, variants, reference, device, rounds, iters
     round times every variant (``median_ms`` of ``iters`` calls), forward and reverse order by turns. Per variant:
     the median of its rounds, each round's median, and against the first variant the median of the per-round
     ratios and the rounds it was faster in. ``recompiles`` counts graphs compiled during the rounds (0, or the
-    rounds did not time what they name). ``control``: the first variant is compiled a second time and timed as
+    rounds did not time what they name); ``packed_linear_paths`` counts the paths our packed GEMM took in them (only
+"packed" in a steady state: "repacked" or "unpacked" there is host work of its own). ``control``: the first variant is compiled a second time and timed as
     one more, "<first> (control)": the same code, so its ratio to the first is this run's noise."""
     from torch._dynamo.utils import counters
 
@@ -359,11 +362,14 @@ def measure_paired(model, fresh_step, variants, reference, device, rounds, iters
             recs[v] = dict(variant=v, **first_calls(step, m, device, reference))
     graphs_before = counters["stats"]["unique_graphs"]
     times = {v: [] for v in variants}
+    paths = {v: collections.Counter() for v in variants}
     for r in range(rounds):
         for v in variants if r % 2 == 0 else variants[::-1]:
             m, step = compiled[v]
+            before = collections.Counter(packed_linear.STATS)
             with variant_env(v.removesuffix(CONTROL)), torch.no_grad():
                 times[v].append(median_ms(lambda: step(m), device, iters=iters, warmup=1))
+            paths[v] += collections.Counter(packed_linear.STATS) - before
     recompiles = counters["stats"]["unique_graphs"] - graphs_before
     first = times[variants[0]]
     for v in variants:
@@ -371,7 +377,8 @@ def measure_paired(model, fresh_step, variants, reference, device, rounds, iters
         recs[v].update(median_ms=round(sorted(times[v])[len(first) // 2], 4), rounds=len(first),
                        round_ms=[round(t, 4) for t in times[v]], vs_first=variants[0],
                        ratio_to_first=round(ratios[len(ratios) // 2], 4),
-                       faster_rounds=sum(t < f for t, f in zip(times[v], first)), recompiles=recompiles)
+                       faster_rounds=sum(t < f for t, f in zip(times[v], first)), recompiles=recompiles,
+                       packed_linear_paths=dict(paths[v]))
     return list(recs.values())
 
 

@@ -396,7 +396,8 @@ def test_real_families_on_zoo_llama(monkeypatch):
         rep = fusion_passes.report(model, ids)
         torch.testing.assert_close(rep.output, model(ids), atol=1e-4, rtol=1e-4)
     assert rep.breaks == [] and len(rep.graphs) == 1
-    assert rep.matches and {m.pattern for m in rep.matches} <= set(_real)
+    # torch 2.11/2.12 leave the rotary embedding's inner-size-1 matmul in the graph, and outer_product takes it
+    assert rep.matches and {m.pattern for m in rep.matches} <= {*_real, "outer_product"}
     assert rep.saved_bytes == sum(m.saved_bytes for m in rep.matches)
     assert all(m.source for m in rep.matches)
     # the norm line every layer runs is one near-miss row with its count (JSON keeps each one)

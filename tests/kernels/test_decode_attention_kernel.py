@@ -20,7 +20,7 @@ def test_kernels_in_interpreter():
     if kernel.INTERPRETED or torch.cuda.is_available() or not kernel.HAS_TRITON:
         pytest.skip("the kernel tests run directly in this process")
     pytest.importorskip("numpy")
-    run_in_interpreter(__file__)
+    run_in_interpreter(__file__, tensor_loop_bounds=True)
 
 
 # (batch, heads, kv heads, q_len, k_len, head dim): GQA x4 decode, MHA with 3 query rows, odd sizes

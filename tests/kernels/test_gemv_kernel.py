@@ -37,7 +37,7 @@ def test_kernels_in_interpreter():
     if gemv.INTERPRETED or torch.cuda.is_available() or not gemv.HAS_TRITON:
         pytest.skip("the kernel tests run directly in this process")
     pytest.importorskip("numpy")
-    run_in_interpreter(__file__)
+    run_in_interpreter(__file__, tensor_loop_bounds=True)
 
 
 def _reference64(x, ws, nw, eps, res, silu, cast, biases=None, gelu=False):
