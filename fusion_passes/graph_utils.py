@@ -160,13 +160,30 @@ def deterministic_op(n: fx.Node) -> bool:
             and torch.Tag.nondeterministic_seeded not in n.target.tags and "empty" not in n.target.__name__)
 
 
+def lifted_constant(n: fx.Node) -> torch.Tensor | None:
+    """The real tensor behind ``n`` if it is a constant the tracer lifted out of the model's code (a ``get_attr``
+    of ``_tensor_constantN``: e.g. transformers 4.x's ``torch.tensor(0.0)`` in its mask), else None. Parameters
+    and buffers are graph inputs in these graphs; a ``get_attr`` of any other name is not trusted to be constant."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    if n.op != "get_attr" or not n.target.startswith("_tensor_constant") or n.graph.owning_module is None:
+        return None
+    t = getattr(n.graph.owning_module, n.target, None)
+    real = isinstance(t, torch.Tensor) and not isinstance(t, (FakeTensor, torch.nn.Parameter))
+    return t if real else None
+
+
 def run_nodes(nodes: list[fx.Node], env: dict) -> dict:
     """Run ``nodes`` (in graph order) on real tensors at compile time, whatever fake mode the pass runs under:
-    ``env`` maps the nodes they read to values and is returned with each node's value added."""
+    ``env`` maps the nodes they read to values and is returned with each node's value added. A lifted constant
+    among ``nodes`` (``lifted_constant``) gives its tensor."""
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     with unset_fake_temporarily():
         for n in nodes:
+            if n.op == "get_attr":
+                env[n] = lifted_constant(n)
+                continue
             args, kwargs = fx.node.map_arg((n.args, n.kwargs), env.__getitem__)
             env[n] = n.target(*args, **kwargs)
     return env

@@ -14,7 +14,10 @@ from fusion_passes.zoo import hf_cache_kwargs  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-SMALL = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, vocab_size=128)
+# eager attention chosen in the config, before the model is built: transformers 4.x picks some models' attention
+# classes (BERT's) at construction, so setting it on the built model is too late there
+EAGER = dict(attn_implementation="eager")
+SMALL = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, vocab_size=128, **EAGER)
 DECODER = dict(SMALL, num_key_value_heads=2, max_position_embeddings=64)
 
 
@@ -49,7 +52,7 @@ def gemma():
 
 
 def gpt2():
-    cfg = transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=128, n_positions=64)
+    cfg = transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=128, n_positions=64, **EAGER)
     return transformers.GPT2Model(cfg), dict(input_ids=_ids(), use_cache=False)
 
 
@@ -60,18 +63,18 @@ def bert():
 
 def opt():
     cfg = transformers.OPTConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, ffn_dim=128,
-                                 vocab_size=128, max_position_embeddings=64, word_embed_proj_dim=64)
+                                 vocab_size=128, max_position_embeddings=64, word_embed_proj_dim=64, **EAGER)
     return transformers.OPTModel(cfg), dict(input_ids=_ids(), attention_mask=_padding_mask(), use_cache=False)
 
 
 def t5():
-    cfg = transformers.T5Config(d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4, vocab_size=128)
+    cfg = transformers.T5Config(d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4, vocab_size=128, **EAGER)
     return transformers.T5EncoderModel(cfg), dict(input_ids=_ids(), attention_mask=_padding_mask())
 
 
 def vit():
     cfg = transformers.ViTConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
-                                 image_size=32, patch_size=8)
+                                 image_size=32, patch_size=8, **EAGER)
     pixels = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(0))
     return transformers.ViTModel(cfg), dict(pixel_values=pixels)
 
@@ -288,7 +291,9 @@ def test_hf_llama_64_token_greedy_generation_matches_eager(decode_kernels_everyw
     # the static cache's per-layer counters (``cumulative_length.add_(kv_length)``): one foreach per graph,
     # stepping by the prompt's 8 tokens and then by 1
     counters = [m.detail for r in recs for m in r.matches_for("state_updates")]
-    assert sorted((d["updates"], d["step"]) for d in counters) == [(2, 1), (2, 8)], counters
+    # transformers 4.x's StaticCache keeps no such counters: nothing to fuse there
+    expected_counters = [(2, 1), (2, 8)] if int(transformers.__version__.split(".")[0]) >= 5 else []
+    assert sorted((d["updates"], d["step"]) for d in counters) == expected_counters, counters
     assert torch.equal(got, expected)
     assert max((a - b).abs().max().item() for a, b in zip(logits, ref_logits)) < 1e-4
 

@@ -14,7 +14,9 @@ Fused:
     out = scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=H != Hkv)
     # traced as PyTorch picks the backend op for the device (cuDNN's on the H200: faster there than flash)
     # a compile-time constant mask is dropped: is_causal=True when it equals tril(ones(Sq, Sk)); nothing when
-    # it allows every key (an HF decode step)
+    # it allows every key (an HF decode step). Constant: built from arange / full / literals, tensors the
+    # tracer lifted out of the model's code included (transformers 4.x's torch.tensor(0.0)); never from an
+    # input, a parameter or a buffer (GPT-2's ``bias`` under transformers 4.x: passed on as the mask)
 
 At decode (q_len <= 16, on CUDA) both forms go to our GQA decode kernel instead, and so does an SDPA call that is
 already in the graph (HF's default ``sdpa`` attention), whose K/V are then taken from before ``repeat_kv``:
@@ -38,8 +40,9 @@ Inductor's ``fwd_only``, so the graph gets the backend op SDPA picks for this de
 
 When it does not fire (each recorded as a near miss): softmax over another dim; scores or weights with another
 user (``output_attentions=True``, or autograd reading them for the backward pass); any op between scores and
-softmax other than scale / additive mask / where-mask / upcast (tanh softcapping only at decode size, before
-the mask); dropout p>0 in
+softmax other than scale / additive mask / where-mask / upcast / a reshape there and straight back (what
+functionalisation makes of transformers 4.x T5's ``scores += position_bias``) (tanh softcapping only at decode
+size, before the mask); dropout p>0 in
 training; mixed q/k/v dtypes or devices; a mask in another dtype than q; a where-mask whose fill is not
 -inf / the dtype's minimum; shapes/dtypes for which SDPA has no fused kernel here (its math fallback would
 only redo bmm/softmax/bmm).
@@ -377,6 +380,11 @@ def _walk_scores(node: fx.Node, attn: _Attention, grad_enabled: bool) -> _Softma
             if not _attention_ahead(node):
                 raise _Miss(node, "scores have several users", report=False)
             raise _users_miss(node, "scores", grad_enabled)
+        back = _reshape_round_trip(user, node)
+        if back is not None:
+            attn.chain.extend([user, back])
+            node = back
+            continue
         try:
             _scores_op(user, node, attn)
         except _Miss as miss:
@@ -385,6 +393,18 @@ def _walk_scores(node: fx.Node, attn: _Attention, grad_enabled: bool) -> _Softma
         attn.chain.append(user)
         node = user
     raise _Miss(node, "too many ops between the scores and the softmax", report=False)
+
+
+def _reshape_round_trip(op: fx.Node, prev: fx.Node) -> fx.Node | None:
+    """The second of two reshapes that take the scores ``prev`` to another shape and straight back, or None.
+
+    Functionalisation writes one when the model adds to its scores in place (transformers 4.x T5's ``scores +=
+    position_bias``, the scores being a view of the bmm's 3-d output): [B, H, S, S] -> [B*H, S, S] -> [B, H, S, S].
+    Row-major reshapes compose, so the pair leaves every value where it was."""
+    back = sole_user(op) if is_op(op, *_FLATTEN) and op.args[0] is prev else None
+    if back is None or not is_op(back, *_FLATTEN) or back.args[0] is not op:
+        return None
+    return back if same_shape(shape_of(back), shape_of(prev)) else None
 
 
 def _scores_op(op: fx.Node, prev: fx.Node, attn: _Attention) -> None:
@@ -565,7 +585,8 @@ def _decode_sized(q: torch.Tensor) -> bool:
 
 def _constant_subgraph(node: fx.Node) -> list[fx.Node] | None:
     """The nodes computing ``node`` in topological order, if none of them reads a graph input, a random
-    number generator or uninitialised memory, and all shapes are static (e.g. a mask built from ``arange``)."""
+    number generator or uninitialised memory, and all shapes are static (e.g. a mask built from ``arange``).
+    Constants the tracer lifted out of the model's code count as constant (``graph_utils.lifted_constant``)."""
     order: list[fx.Node] = []
     seen: set[fx.Node] = set()
 
@@ -573,7 +594,13 @@ def _constant_subgraph(node: fx.Node) -> list[fx.Node] | None:
         if n in seen:
             return True
         seen.add(n)
-        if not graph_utils.deterministic_op(n) or len(seen) > _MAX_CONST_NODES:
+        if len(seen) > _MAX_CONST_NODES:
+            return False
+        constant = graph_utils.lifted_constant(n)
+        if constant is not None:
+            order.append(n)
+            return constant.numel() <= _MAX_CONST_NUMEL
+        if not graph_utils.deterministic_op(n):
             return False
         t = val(n)
         if isinstance(t, torch.Tensor) and (

@@ -153,6 +153,91 @@ def test_constant_mask_that_is_not_causal_is_kept():
     assert m.detail["mask"] == "add"
 
 
+def lifted_constant_causal_attention(q, k, v):
+    """transformers 4.x's mask: ``where(causal, torch.tensor(0.0), finfo.min)``, the 0.0 a tensor made in the
+    forward, which the tracer lifts out as a constant (``_tensor_constant0``)."""
+    i, j = torch.arange(S)[:, None], torch.arange(S)[None, :]
+    mask = torch.where(j <= i, torch.tensor(0.0), torch.finfo(torch.float32).min)
+    w = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * 0.25 + mask, dim=-1)
+    return torch.matmul(w, v)
+
+
+def test_causal_mask_with_a_lifted_constant_becomes_is_causal():
+    recs = check(lifted_constant_causal_attention, *qkv(heads_kv=H))
+    (m,) = matches(recs)
+    assert m.detail["mask"].startswith("causal")
+    stage = joint_stage(recs)
+    assert stage.ops_before.get("aten.lift_fresh_copy") == 1 and "aten.lift_fresh_copy" not in stage.ops_after
+    assert "aten.where" not in stage.ops_after  # the mask is gone: SDPA's is_causal instead
+
+
+class _BufferMaskedAttention(torch.nn.Module):
+    """The same mask's 0.0 as a module buffer: a graph input whose value may change, so never proven causal."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("zero", torch.tensor(0.0))
+
+    def forward(self, q, k, v):
+        i, j = torch.arange(S)[:, None], torch.arange(S)[None, :]
+        mask = torch.where(j <= i, self.zero, torch.finfo(torch.float32).min)
+        w = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * 0.25 + mask, dim=-1)
+        return torch.matmul(w, v)
+
+
+def test_mask_reading_a_buffer_is_passed_on_not_proven():
+    (m,) = matches(check(_BufferMaskedAttention(), *qkv(heads_kv=H)))
+    assert m.detail["mask"] == "add"
+
+
+def test_lifted_constant_is_only_a_tensor_constant_of_the_graph_module():
+    from fusion_passes.graph_utils import lifted_constant
+
+    gm = torch.fx.symbolic_trace(torch.nn.Linear(2, 2))
+    graph = gm.graph
+    gm._tensor_constant0 = torch.tensor(0.0)
+    gm._tensor_constant1 = torch.nn.Parameter(torch.tensor(1.0))
+    const, param, weight = (graph.get_attr(name) for name in ("_tensor_constant0", "_tensor_constant1", "weight"))
+    assert lifted_constant(const) is gm._tensor_constant0
+    assert lifted_constant(param) is None and lifted_constant(weight) is None  # parameters may change
+
+
+def inplace_scores_attention(q, k, v, bias):
+    """transformers 4.x T5: ``scores += position_bias`` on the matmul's output (a 4-d view of the bmm's 3-d one);
+    functionalised, that adds a [B, H, S, S] -> [B*H, S, S] -> [B, H, S, S] reshape pair before the softmax."""
+    scores = torch.matmul(q, k.transpose(3, 2))
+    scores += bias
+    w = F.softmax(scores.float(), dim=-1).type_as(scores)
+    return torch.matmul(w, v)
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_scores_reshaped_there_and_back(batch):
+    bias = torch.randn(1, H, S, S, generator=torch.Generator().manual_seed(1))
+    recs = check(inplace_scores_attention, *qkv(batch=batch, heads_kv=H), bias)
+    (m,) = matches(recs)
+    assert m.detail["mask"] == "add" and m.detail["scale"] == 1.0
+    assert joint_stage(recs).ops_before.get("aten.view", 0) > joint_stage(recs).ops_after.get("aten.view", 0)
+
+
+def test_not_fired_scores_reshaped_to_another_shape():
+    def attention(q, k, v):  # softmax over [B, H, S*S]'s rows, i.e. over all keys of all queries: not attention
+        scores = torch.matmul(q, k.transpose(-1, -2)).view(q.shape[0], H, S * S)
+        w = torch.softmax(scores, dim=-1).view(q.shape[0], H, S, S)
+        return torch.matmul(w, v)
+
+    check_not_fired(attention, *qkv(heads_kv=H), reason="between the attention scores")
+
+
+def test_not_fired_reshaped_scores_read_twice():
+    def attention(q, k, v):  # the [B*H, S, S] intermediate is also returned: SDPA would not materialise it
+        flat = torch.matmul(q, k.transpose(-1, -2)).view(q.shape[0] * H, S, S)
+        w = torch.softmax(flat.view(q.shape[0], H, S, S), dim=-1)
+        return torch.matmul(w, v), flat
+
+    check_not_fired(attention, *qkv(heads_kv=H), reason="between the attention scores")
+
+
 def test_generated_code_calls_sdpa():
     q, k, v = qkv()
     with torch.no_grad():
@@ -423,23 +508,26 @@ HF_MODELS = ["llama", "mistral", "qwen2", "gpt2", "bert", "opt", "t5", "vit"]
 
 def hf_model(name):
     T = pytest.importorskip("transformers")
-    small_lm = dict(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4)
+    # eager attention in the config: transformers 4.x picks BERT's attention class when it builds the model
+    eager = dict(attn_implementation="eager")
+    small_lm = dict(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4,
+                    **eager)
     torch.manual_seed(0)
     model, kind = {
         "llama": lambda: (T.LlamaForCausalLM(T.LlamaConfig(**small_lm, num_key_value_heads=2)), "ids"),
         "mistral": lambda: (T.MistralForCausalLM(T.MistralConfig(**small_lm, num_key_value_heads=2)), "ids"),
         "qwen2": lambda: (T.Qwen2ForCausalLM(T.Qwen2Config(**small_lm, num_key_value_heads=2)), "ids"),
         "gpt2": lambda: (T.GPT2Model(T.GPT2Config(vocab_size=128, n_embd=64, n_layer=1, n_head=4,
-                                                  bos_token_id=0, eos_token_id=0)), "ids"),
+                                                  bos_token_id=0, eos_token_id=0, **eager)), "ids"),
         "bert": lambda: (T.BertModel(T.BertConfig(vocab_size=128, hidden_size=64, num_hidden_layers=1,
-                                                  num_attention_heads=4, intermediate_size=128)), "padded"),
+                                                  num_attention_heads=4, intermediate_size=128, **eager)), "padded"),
         "opt": lambda: (T.OPTForCausalLM(T.OPTConfig(vocab_size=128, hidden_size=64, num_hidden_layers=1,
                                                      num_attention_heads=4, ffn_dim=128, word_embed_proj_dim=64,
-                                                     bos_token_id=0, eos_token_id=0, pad_token_id=0)), "ids"),
+                                                     bos_token_id=0, eos_token_id=0, pad_token_id=0, **eager)), "ids"),
         "t5": lambda: (T.T5EncoderModel(T.T5Config(vocab_size=128, d_model=64, d_kv=16, d_ff=128, num_layers=1,
-                                                   num_heads=4)), "padded"),
+                                                   num_heads=4, **eager)), "padded"),
         "vit": lambda: (T.ViTModel(T.ViTConfig(hidden_size=64, num_hidden_layers=1, num_attention_heads=4,
-                                               intermediate_size=128, image_size=32, patch_size=8)), "image"),
+                                               intermediate_size=128, image_size=32, patch_size=8, **eager)), "image"),
     }[name]()
     model.config._attn_implementation = "eager"
     if kind == "image":
@@ -459,7 +547,11 @@ def test_transformers_eager_attention(name):
     (m,) = matches(check(lambda *a: model(*a, **kwargs)[0], *args))
     if name in ("llama", "mistral", "qwen2"):
         assert m.detail["gqa"] == "enable_gqa (x2)"
-    if name in ("llama", "mistral", "qwen2", "gpt2", "opt"):
+    transformers4 = int(pytest.importorskip("transformers").__version__.split(".")[0]) < 5
+    if name == "gpt2" and transformers4:
+        # transformers 4.x's GPT-2 masks with its ``bias`` buffer, a graph input whose value may change: passed on
+        assert m.detail["mask"] == "keep+add"
+    elif name in ("llama", "mistral", "qwen2", "gpt2", "opt"):
         assert m.detail["mask"].startswith("causal")  # HF's in-graph causal mask is proven and dropped
     if name in ("bert", "t5"):
         assert m.detail["mask"].startswith("add")  # the padding mask reads an input: passed through
