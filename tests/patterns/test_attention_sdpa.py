@@ -76,7 +76,8 @@ def check(fn, *args, dtype=torch.float32, n=1, dynamic=None):
     atol, rtol = TOL[dtype]  # fp32: max abs error <= 1e-5
     torch.testing.assert_close(out, ref, atol=atol, rtol=rtol)
     stage = joint_stage(recs)
-    assert stage.ops_before.get("aten.bmm") == 2 * n and "aten.bmm" not in stage.ops_after
+    # two bmms per attention go (others stay: torch 2.11 keeps HF rotary's inv_freq @ positions as a bmm)
+    assert stage.ops_before.get("aten.bmm", 0) - stage.ops_after.get("aten.bmm", 0) == 2 * n
     assert stage.ops_before.get("aten.amax") == n and "aten.amax" not in stage.ops_after
     assert stage.ops_after.get(SDPA_CPU) == n
     return recs
