@@ -346,9 +346,10 @@ def measure_paired(model, fresh_step, variants, reference, device, rounds, iters
     round times every variant (``median_ms`` of ``iters`` calls), forward and reverse order by turns. Per variant:
     the median of its rounds, each round's median, and against the first variant the median of the per-round
     ratios and the rounds it was faster in. ``recompiles`` counts graphs compiled during the rounds (0, or the
-    rounds did not time what they name); ``packed_linear_paths`` counts the paths our packed GEMM took in them (only
-"packed" in a steady state: "repacked" or "unpacked" there is host work of its own). ``control``: the first variant is compiled a second time and timed as
-    one more, "<first> (control)": the same code, so its ratio to the first is this run's noise."""
+    rounds did not time what they name); ``packed_linear_paths`` counts the paths our packed GEMM took in them
+    (only "packed" in a steady state: "repacked" or "unpacked" there is host work of its own). ``control``: the
+    first variant is compiled a second time and timed as one more, "<first> (control)": the same code, so its
+    ratio to the first is this run's noise."""
     from torch._dynamo.utils import counters
 
     variants = [v for v in variants if device.startswith("cuda") or not v.endswith("+cudagraphs")]

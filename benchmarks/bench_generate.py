@@ -8,8 +8,8 @@ ms_per_token is ``(T(new) - T(few)) / (new - few)`` for two generations from the
 ``--few`` tokens): prefill, cache set-up and HF's per-call work cancel out, what is left is one decode step as the
 loop runs it, host included. Each length is timed ``--repeats`` times, alternating, and the fastest of each is
 kept (noise only adds time); where the difference is not positive the noise exceeded the decode steps, and the
-record says so (``ms_per_token`` None, ``noise``) instead of printing a meaningless number. Every variant's tokens are compared with uncompiled ``generate``'s
-(``same_tokens``). Variants:
+record says so (``ms_per_token`` None, ``noise``) instead of printing a meaningless number. Every variant's
+tokens are compared with uncompiled ``generate``'s (``same_tokens``). Variants:
 
     eager             model.generate(..., disable_compile=True)
     stock             generate with CompileConfig(backend="inductor")            (mode="reduce-overhead": trees)
@@ -120,7 +120,8 @@ def main(argv=None) -> int:
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--new", type=int, default=128)
     p.add_argument("--few", type=int, default=16)
-    p.add_argument("--repeats", type=int, default=3, help="timed pairs per variant (the fastest of each length is kept)")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="timed pairs per variant (the fastest of each length is kept)")
     p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     add_run_args(p)
     args = p.parse_args(argv)
