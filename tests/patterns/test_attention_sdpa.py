@@ -198,7 +198,9 @@ def test_lifted_constant_is_only_a_tensor_constant_of_the_graph_module():
     graph = gm.graph
     gm._tensor_constant0 = torch.tensor(0.0)
     gm._tensor_constant1 = torch.nn.Parameter(torch.tensor(1.0))
-    const, param, weight = (graph.get_attr(name) for name in ("_tensor_constant0", "_tensor_constant1", "weight"))
+    # as make_fx makes them (graph.get_attr would warn about a plain tensor attribute)
+    const, param, weight = (graph.create_node("get_attr", name) for name in ("_tensor_constant0", "_tensor_constant1",
+                                                                             "weight"))
     assert lifted_constant(const) is gm._tensor_constant0
     assert lifted_constant(param) is None and lifted_constant(weight) is None  # parameters may change
 
