@@ -23,7 +23,7 @@ def _cmd_settings(args) -> int:
 
     from tabulate import tabulate
 
-    from .patterns import REMOVED_SETTINGS, settings
+    from .patterns import REMOVED_SETTINGS, settings, unknown_settings
 
     known = settings()
 
@@ -35,8 +35,7 @@ def _cmd_settings(args) -> int:
 
     rows = [(name, " | ".join(choices), now(name, choices), reader) for name, (choices, reader) in sorted(known.items())]
     print(tabulate(rows, headers=["setting", "choices (default first)", "now", "read by"]))
-    unknown = sorted(k for k in os.environ if k.startswith("FUSION_PASSES_") and k not in known)
-    for name in unknown:
+    for name in sorted(unknown_settings(known=known)):
         print(f"\n{name} is set but ignored: {REMOVED_SETTINGS.get(name, 'no such setting (a typo?)')}")
     return 0
 

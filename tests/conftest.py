@@ -35,6 +35,11 @@ def compile_with_records(fn, *args, patterns=None, exclude=(), grad=False, dynam
     return out, recs
 
 
+def transformers_major() -> int:
+    """The installed transformers' major version (the HF tests expect what 4.x and 5.x each do)."""
+    return int(pytest.importorskip("transformers").__version__.split(".")[0])
+
+
 def apply_on_fake_cuda(family, fn, *shapes, dtype=torch.bfloat16):
     """Trace ``fn`` on fake CUDA tensors of ``shapes`` (no GPU needed: how the CUDA rewrites are tested on CPU),
     run ``family``'s pass on the ATen graph with autograd off; return (GraphModule, GraphRecord). A shape may

@@ -26,7 +26,7 @@ import os
 from types import ModuleType
 
 __all__ = ["BUILTIN", "HOOKS", "available_patterns", "check_settings", "env_policy", "get_family", "register_pattern",
-           "resolve", "settings"]
+           "resolve", "settings", "unknown_settings"]
 
 HOOKS = ("joint", "post_grad")
 
@@ -86,16 +86,25 @@ def settings() -> dict[str, tuple[tuple[str, ...], str]]:
     return found
 
 
+def unknown_settings(environ=None, known=None) -> list[str]:
+    """The ``FUSION_PASSES_*`` variables in ``environ`` (default: ``os.environ``), in its order, that no setting in
+    ``known`` (default: ``settings()``, looked up only when such a variable is set) reads."""
+    environ = os.environ if environ is None else environ
+    names = [k for k in environ if k.startswith("FUSION_PASSES_")]
+    if not names:
+        return []
+    known = settings() if known is None else known
+    return [k for k in names if k not in known]
+
+
 def check_settings(environ=None) -> list[str]:
     """Warn (once per process and name) about each ``FUSION_PASSES_*`` variable in ``environ`` (default:
     ``os.environ``) that no setting reads, naming the valid ones or, for a removed one, what to do instead.
     Returns the unknown names."""
     import warnings
 
-    environ = os.environ if environ is None else environ
-    names = [k for k in environ if k.startswith("FUSION_PASSES_")]
-    known = settings() if names else {}
-    unknown = [k for k in names if k not in known]
+    unknown = unknown_settings(environ)
+    known = settings() if unknown else {}
     for name in unknown:
         if name in _warned_settings:
             continue
