@@ -114,6 +114,24 @@ def test_hf_model_fuses_and_matches_eager(build):
     assert not [e for r in recs for e in r.errors]
 
 
+@pytest.mark.parametrize("name", ["llama", "mistral", "qwen2"])
+@pytest.mark.parametrize("padded", [False, True])
+def test_hf_sdpa_prompt_drops_the_causal_mask_and_repeat_kv(name, padded):
+    """HF's default ``sdpa`` attention over a prompt: the causal mask transformers builds in the graph is proven
+    causal and dropped, and repeat_kv's copies go (SDPA with is_causal and enable_gqa, every layer). With a padding
+    mask (an input, not provable) the mask stays; on CPU the copies still go."""
+    model = _causal_lm(name, attn="sdpa")
+    kwargs = dict(input_ids=_ids(), use_cache=False, **({"attention_mask": _padding_mask()} if padded else {}))
+    with torch.no_grad():
+        expected = model(**kwargs).logits
+    out, recs = compile_with_records(lambda kw: model(**kw).logits, kwargs, patterns=["attention_sdpa"])
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-4)
+    ms = [m for r in recs for m in r.matches if m.pattern == "attention_sdpa"]
+    assert len(ms) == 2 and all(m.detail["gqa"] == "enable_gqa (x2)" for m in ms), [m.detail for m in ms]
+    for m in ms:  # transformers 4.x may pass is_causal=True itself rather than a constant mask
+        assert m.detail["mask"] == "add" if padded else m.detail["mask"].startswith("causal"), m.detail
+
+
 # --------------------------------------------------------------------------------------------- decode
 
 

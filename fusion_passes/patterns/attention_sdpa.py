@@ -805,7 +805,7 @@ def _detail(attn: _Attention) -> dict:
     elif attn.mask_dropped == "none":
         mask = "none (constant mask allows every key, dropped)"
     else:
-        mask = "+".join(t.kind for t in attn.mask) or "none"
+        mask = "+".join(t.kind for t in attn.mask) or ("causal (is_causal=True)" if attn.is_causal else "none")
     return {
         "q": _fmt(shape_of(attn.q)),
         "k": _fmt(shape_of(attn.k)),
@@ -830,68 +830,111 @@ _SDPA_BACKENDS = {
 }
 
 
-def _match_sdpa_decode(node: fx.Node, grad_enabled: bool) -> _Attention | None:
-    """A decode-sized SDPA call already in the graph (HF's ``sdpa`` attention), as an ``_Attention`` whose
-    replacement is the decode kernel; K/V are taken from before ``repeat_kv``, so the per-step copy of the whole
-    cache goes. None when it is not decode-sized (nothing to say); raises ``_Miss`` when it is but cannot be
-    rewritten."""
+def _sdpa_kwargs(node: fx.Node) -> dict | None:
+    """The SDPA backend call ``node``'s arguments by name (query, key, value, scale, ...)."""
     from torch.fx.operator_schemas import normalize_function
 
-    mask_arg = _SDPA_BACKENDS[op_name(node)]
     normalized = normalize_function(node.target, node.args, node.kwargs, normalize_to_only_use_kwargs=True)
-    if normalized is None:
+    return None if normalized is None else normalized.kwargs
+
+
+def _match_sdpa_call(node: fx.Node, grad_enabled: bool) -> _Attention | None:
+    """An SDPA call already in the graph (HF's ``sdpa`` attention), as an ``_Attention`` to replace, or None when
+    there is nothing to gain (nothing to say). Decode-sized: our decode kernel, K/V taken from before ``repeat_kv``
+    (the per-step copy of the whole cache goes); raises ``_Miss`` when that cannot be done. Longer: SDPA again
+    without what it does not need, a compile-time constant mask proven causal (``is_causal=True``) or allowing
+    every key (dropped), and then ``repeat_kv``'s copies (``enable_gqa``)."""
+    kw = _sdpa_kwargs(node)
+    if kw is None:
         return None
-    kw = normalized.kwargs
+    mask_arg = _SDPA_BACKENDS[op_name(node)]
     q, k, v = kw["query"], kw["key"], kw["value"]
     if not all(isinstance(t, fx.Node) and isinstance(val(t), torch.Tensor) for t in (q, k, v)):
         return None
     qv, kv_, vv = val(q), val(k), val(v)
-    if qv.dim() != 4 or not _decode_sized(qv):
+    if qv.dim() != 4:
         return None
+    decode = _decode_sized(qv)
+    mask = kw.get(mask_arg) if mask_arg else None
     out = [u for u in node.users if u.target is operator.getitem and u.args[1] == 0]
     others = [u for u in node.users if u not in out]
+    kept = None
     if grad_enabled or len(out) != 1 or any(u.users for u in others):
-        raise _Miss(node, "decode-sized SDPA whose logsumexp/RNG outputs are used (autograd): kept")
-    if kw.get("dropout_p", 0.0) != 0.0:
-        raise _Miss(node, f"decode-sized SDPA with dropout_p={kw['dropout_p']}: kept")
-    if not (qv.dtype == kv_.dtype == vv.dtype) or not (qv.device == kv_.device == vv.device):
-        raise _Miss(node, "decode-sized SDPA with mixed query/key/value dtypes or devices: kept")
-    attn = _Attention(q=q, k=k, v=v, output=out[0], chain=[out[0], *others, node], decode=True,
+        kept = "SDPA whose logsumexp/RNG outputs are used (autograd)"
+    elif kw.get("dropout_p", 0.0) != 0.0:
+        kept = f"SDPA with dropout_p={kw['dropout_p']}"
+    elif not (qv.dtype == kv_.dtype == vv.dtype) or not (qv.device == kv_.device == vv.device):
+        kept = "SDPA with mixed query/key/value dtypes or devices"
+    elif mask is not None and not isinstance(mask, fx.Node):
+        kept = "SDPA with a mask that is not a tensor"
+    if kept:
+        if decode:
+            raise _Miss(node, f"decode-sized {kept}: kept")
+        return None
+    attn = _Attention(q=q, k=k, v=v, output=out[0], chain=[out[0], *others, node], decode=decode,
                       is_causal=bool(kw.get("is_causal", False)))
     attn.scale = kw.get("scale") if kw.get("scale") is not None else 1.0 / math.sqrt(qv.shape[-1])
-    mask = kw.get(mask_arg) if mask_arg else None
     if mask is not None:
         m = val(mask)
         try:
             torch.broadcast_shapes(m.shape, (qv.shape[0], qv.shape[1], qv.shape[2], kv_.shape[2]))
         except RuntimeError:
-            raise _Miss(node, f"decode-sized SDPA with a mask of shape {_fmt(m.shape)}: kept") from None
-        if m.dtype == torch.bool or m.device != qv.device:
+            if decode:
+                raise _Miss(node, f"decode-sized SDPA with a mask of shape {_fmt(m.shape)}: kept") from None
+            return None
+        if decode and (m.dtype == torch.bool or m.device != qv.device):
             raise _Miss(node, f"decode-sized SDPA with a {m.dtype} mask on {m.device}: kept")
-        attn.mask = [_MaskTerm("add", mask)]
+        if m.device != qv.device or (m.dtype != torch.bool and m.dtype != qv.dtype) or attn.is_causal:
+            return None
+        attn.mask = [_MaskTerm("keep", mask, -math.inf) if m.dtype == torch.bool else _MaskTerm("add", mask)]
     pair = _repeat_kv_pair(k, v)
+    if decode:
+        if pair:
+            attn.k, attn.v, attn.repeat, kv_prep = pair
+            attn.enable_gqa = attn.repeat > 1
+            attn.chain.extend(kv_prep)
+        elif qv.shape[1] != kv_.shape[1]:
+            if not (isinstance(kv_.shape[1], int) and qv.shape[1] % kv_.shape[1] == 0):
+                raise _Miss(node, "decode-sized SDPA whose query heads are not a multiple of the KV heads: kept")
+            attn.repeat, attn.enable_gqa = qv.shape[1] // kv_.shape[1], True
+        if not _fits_decode_kernel(attn, qv.shape[2]):
+            raise _Miss(node, f"decode-sized SDPA with {qv.shape[2]} x {attn.repeat} query rows per KV head or head "
+                              f"dim {qv.shape[-1]}: more than the decode kernel holds, kept")
+        return attn
     if pair:
-        attn.k, attn.v, attn.repeat, kv_prep = pair
-        attn.enable_gqa = attn.repeat > 1
-        attn.chain.extend(kv_prep)
-    elif qv.shape[1] != kv_.shape[1]:
-        if not (isinstance(kv_.shape[1], int) and qv.shape[1] % kv_.shape[1] == 0):
-            raise _Miss(node, "decode-sized SDPA whose query heads are not a multiple of the KV heads: kept")
-        attn.repeat, attn.enable_gqa = qv.shape[1] // kv_.shape[1], True
-    if not _fits_decode_kernel(attn, qv.shape[2]):
-        raise _Miss(node, f"decode-sized SDPA with {qv.shape[2]} x {attn.repeat} query rows per KV head or head "
-                          f"dim {qv.shape[-1]}: more than the decode kernel holds, kept")
+        attn.repeat, attn.kv_sources = pair[2], (pair[0], pair[1], pair[3])
+    _decide_mask_and_gqa(attn)
+    if not (attn.mask_dropped or attn.enable_gqa):
+        if attn.mask and pair and val(q).device.type != "cpu":
+            raise _Miss(node, "SDPA over repeat_kv with a mask not proven constant (it reads an input such as "
+                              "attention_mask, or its shape is dynamic): K/V copies kept, CUDA's GQA kernel takes no mask")
+        return None
     return attn
 
 
-def _rewrite_sdpa_decodes(graph: fx.Graph, ctx, masks: dict) -> None:
+def _insert_sdpa_or_repeated(graph: fx.Graph, attn: _Attention, masks: dict) -> list[fx.Node]:
+    """``_insert_sdpa``; where SDPA has no fused kernel for the GQA form here (e.g. fp32 on CUDA), with the
+    repeated K/V the call had instead, when dropping the mask alone still gains."""
+    try:
+        return _insert_sdpa(graph, attn, masks)
+    except _Miss:
+        if not (attn.enable_gqa and not attn.decode and attn.kv_sources and attn.mask_dropped):
+            raise
+    attn.chain = [n for n in attn.chain if n not in attn.kv_sources[2]]
+    kw = _sdpa_kwargs(attn.output.args[0])  # attn.output: the call's output 0
+    attn.k, attn.v = kw["key"], kw["value"]
+    attn.enable_gqa = False
+    return _insert_sdpa(graph, attn, masks)
+
+
+def _rewrite_sdpa_calls(graph: fx.Graph, ctx, masks: dict) -> None:
     for node in [n for n in graph.nodes if op_name(n) in _SDPA_BACKENDS]:
         try:
-            attn = _match_sdpa_decode(node, ctx.grad_enabled)
+            attn = _match_sdpa_call(node, ctx.grad_enabled)
             if attn is None:
                 continue
             order = {n: i for i, n in enumerate(graph.nodes)}
-            inserted = _insert_sdpa(graph, attn, masks)
+            inserted = _insert_sdpa_or_repeated(graph, attn, masks)
         except _Miss as miss:
             ctx.near_miss(miss.node, miss.reason)
             continue
@@ -900,10 +943,11 @@ def _rewrite_sdpa_decodes(graph: fx.Graph, ctx, masks: dict) -> None:
         gone = [u for u in node.users if not u.users]
         for u in gone:
             graph.erase_node(u)
+        inputs = node.all_input_nodes  # a dropped mask's subgraph among them
         if not node.users:
             graph.erase_node(node)
             gone.append(node)
-        erased = sorted([*gone, *erase_dead(graph, attn.chain)], key=order.__getitem__)
+        erased = sorted([*gone, *erase_dead(graph, [*attn.chain, *inputs])], key=order.__getitem__)
         detail = {**_detail(attn), "from": op_name(node)}
         ctx.matched(erased, inserted, anchor=node, detail=detail)
 
@@ -912,7 +956,7 @@ def apply(graph: fx.Graph, ctx) -> None:
     """Rewrite every eager attention in ``graph`` into SDPA, and decode-sized SDPA calls into the decode kernel;
     report the ones that almost matched."""
     masks: dict = {}  # one shared, materialised mask per distinct decode mask (see _share_decode_mask)
-    _rewrite_sdpa_decodes(graph, ctx, masks)  # first: the SDPA calls the eager rewrites below insert are final
+    _rewrite_sdpa_calls(graph, ctx, masks)  # first: the SDPA calls the eager rewrites below insert are final
     for bmm1 in [n for n in graph.nodes if is_op(n, aten.bmm)]:
         if getattr(bmm1, "_erased", False):
             continue  # erased by an earlier rewrite (it was that attention's bmm with V)
