@@ -21,6 +21,8 @@
 #   bash benchmarks/run_gpu.sh paired_nopack  # 1B 512 prefill, no graphs: ours with / without the packing; op times
 #   bash benchmarks/run_gpu.sh profile_prefill  # 1B 512 x 1 prefill's kernels, eager vs sdpa attention, graphed
 #   bash benchmarks/run_gpu.sh sdpa_forms [model]  # prefill attention: the SDPA forms x backends, per shape
+#   bash benchmarks/run_gpu.sh sdpa_prefill [model]  # HF sdpa attention's prompt rewritten (is_causal + GQA): its GPU
+#                                                    # tests, then prefill paired: stock vs ours vs ours without it
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -259,6 +261,11 @@ case "${1:-}" in
               # and each backend alone, per shape of ${2:-llama-1b}
     timeout 560 python3 benchmarks/bench_prefill_kernels.py --model "${2:-llama-1b}" --families attention \
       --sdpa-forms --out "$OUT/prefill_sdpa_forms_${2:-llama-1b}.json" 2>&1 | grep "^\[prefill\]" ;;
+  sdpa_prefill)  # (session 23) before this session nothing fired on HF's sdpa prompt attention: ours+noattn is that
+    timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu tests/patterns/test_attention_sdpa.py 2>&1 | tail -3
+    timeout 420 python3 benchmarks/bench_e2e.py --model "${2:-llama-1b}" --attn sdpa --workloads prefill-512 \
+      prefill-2048 --batches 1 8 --rounds 10 --iters 10 --variants stock fusion_passes fusion_passes+noattn \
+      --out "$OUT/e2e_prefill_sdpa_rewrite_${2:-llama-1b}.json" 2>&1 | grep -v Warn | tail -16 ;;
   chain)
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch read --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -16 ;;
   design)  # compiles in 8 processes first, then one process times (logs/s12_run4, s12_run5)

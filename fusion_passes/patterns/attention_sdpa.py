@@ -886,7 +886,7 @@ def _match_sdpa_call(node: fx.Node, grad_enabled: bool) -> _Attention | None:
             raise _Miss(node, f"decode-sized SDPA with a {m.dtype} mask on {m.device}: kept")
         if m.device != qv.device or (m.dtype != torch.bool and m.dtype != qv.dtype) or attn.is_causal:
             return None
-        attn.mask = [_MaskTerm("keep", mask, -math.inf) if m.dtype == torch.bool else _MaskTerm("add", mask)]
+        attn.mask = [_MaskTerm("keep", mask, -math.inf) if m.dtype == torch.bool else _sdpa_bool_mask(mask)]
     pair = _repeat_kv_pair(k, v)
     if decode:
         if pair:
@@ -910,6 +910,24 @@ def _match_sdpa_call(node: fx.Node, grad_enabled: bool) -> _Attention | None:
                               "attention_mask, or its shape is dynamic): K/V copies kept, CUDA's GQA kernel takes no mask")
         return None
     return attn
+
+
+# SDPA turns a bool mask into an additive one before its backend op: where(mask, 0, -inf) on CPU, but
+# where(mask, 0, -65504) for cuDNN (which takes no -inf; -65536 in bf16). What the user wrote is the bool mask.
+_SDPA_BOOL_FILL = -65504.0
+
+
+def _sdpa_bool_mask(mask: fx.Node) -> _MaskTerm:
+    """The mask term of an SDPA backend op's additive ``mask``: "keep" on the bool mask the user gave SDPA when
+    ``mask`` is SDPA's where(bool, 0, fill <= -65504), with that fill (so a kept mask computes the same values);
+    "add" otherwise. The constant-mask proof then runs on the bool mask: dropping it (is_causal) gives SDPA's
+    semantics of the user's mask, and differs from the backend op's numbers only where a blocked score exceeds
+    its row's largest allowed score by about 65,400 (exp underflows to 0 in fp32 below that)."""
+    if is_op(mask, aten.where) and dtype_of(mask.args[0]) == torch.bool:
+        zero, fill = _const_scalar(mask.args[1]), _const_scalar(mask.args[2])
+        if zero == 0.0 and fill is not None and fill <= _SDPA_BOOL_FILL:
+            return _MaskTerm("keep", mask.args[0], fill)
+    return _MaskTerm("add", mask)
 
 
 def _insert_sdpa_or_repeated(graph: fx.Graph, attn: _Attention, masks: dict) -> list[fx.Node]:

@@ -984,14 +984,15 @@ def sdpa_built_mask(mask_kind):
     allows every key."""
 
     def attention(q, k, v):
-        s = q.shape[2]
-        i = torch.arange(s)
+        s, device = q.shape[2], q.device
+        i = torch.arange(s, device=device)
         keep = i[:, None] >= i[None, :]
         if mask_kind == "window":
             keep = keep & (i[:, None] - i[None, :] < 3)
         elif mask_kind == "open":
-            keep = torch.ones(s, s, dtype=torch.bool)
-        mask = keep if mask_kind != "add" else torch.zeros(s, s, dtype=q.dtype).masked_fill(~keep, torch.finfo(q.dtype).min)
+            keep = torch.ones(s, s, dtype=torch.bool, device=device)
+        mask = keep if mask_kind != "add" else (
+            torch.zeros(s, s, dtype=q.dtype, device=device).masked_fill(~keep, torch.finfo(q.dtype).min))
         n_rep = q.shape[1] // k.shape[1]
         return F.scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), attn_mask=mask[None, None],
                                               scale=0.3)
@@ -1053,8 +1054,27 @@ def test_sdpa_prefill_mask_kept_unless_proven(mask_kind, dynamic):
         for t in (q, k, v):
             torch._dynamo.mark_dynamic(t, 2)
     detail, stage = check_sdpa_prefill(sdpa_built_mask(mask_kind), q, k, v)
-    assert detail["mask"] == "add" and detail["gqa"] == "enable_gqa (x2)"
-    assert stage.ops_after["aten.where"] == 1  # SDPA's bool -> additive mask, still read
+    # the bool mask the user gave SDPA, as SDPA makes it additive: where(mask, 0, -inf) on CPU
+    assert detail["mask"] == "keep" and detail["gqa"] == "enable_gqa (x2)"
+    assert stage.ops_before["aten.where"] == stage.ops_after["aten.where"] == 1
+
+
+@pytest.mark.parametrize("fill, dropped", [(-65504.0, True), (-1000.0, False)])
+def test_sdpa_prefill_bool_mask_made_additive_for_cudnn(fill, dropped):
+    """For cuDNN, SDPA turns a bool mask into where(mask, 0, -65504) (no -inf there): the proof runs on the bool
+    mask, so a causal one is dropped. A where with a fill that does not block (-1000) is an additive bias: kept."""
+
+    def attention(q, k, v):  # the backend op as the CUDA build calls it, with the CPU kernel
+        s = q.shape[2]
+        i = torch.arange(s)
+        keep = (i[:, None] >= i[None, :])[None, None]
+        bias = torch.where(keep, torch.zeros((), dtype=q.dtype), torch.full((), fill, dtype=q.dtype))
+        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            q, repeat_kv(k, 2), repeat_kv(v, 2), attn_mask=bias, scale=0.3)[0]
+
+    detail, _ = check_sdpa_prefill(attention, *qkv())
+    assert detail["mask"] == ("causal (constant mask dropped, is_causal=True)" if dropped else "add"), detail
+    assert detail["gqa"] == "enable_gqa (x2)"
 
 
 def test_sdpa_prefill_falls_back_to_repeated_kv_where_gqa_has_no_fused_kernel(monkeypatch):
