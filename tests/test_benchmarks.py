@@ -429,6 +429,18 @@ def test_l2_prefetch_stand_in_compiles_for_hopper_with_ptx_prefetches():
     assert counts[:2] == [0, 0] and counts[2] >= 1 and triton is not None
 
 
+def test_sdpa_prefill_diagnosis_tiny_cpu(capsys, monkeypatch):
+    """The diagnosis prints the mask the proof judged and the rewrite it led to (a causal prompt: dropped)."""
+    import diag_sdpa_prefill
+
+    monkeypatch.setattr(diag_sdpa_prefill.attention_sdpa, "_constant_mask_kind",
+                        diag_sdpa_prefill.attention_sdpa._constant_mask_kind)  # restored after the test
+    monkeypatch.setattr(torch._inductor.config, "fx_graph_cache", torch._inductor.config.fx_graph_cache)
+    diag_sdpa_prefill.main(["--tiny", "--tokens", "16"])
+    out = capsys.readouterr().out
+    assert out.count("-> causal") == 2 and "causal (constant mask dropped, is_causal=True)" in out, out
+
+
 def test_e2e_paired_rounds_tiny_cpu(tmp_path):
     """``--rounds``: every variant compiled once, timed in alternating rounds with nothing recompiled in between;
     each record has its per-round times and its ratio to the first variant (1 for the first itself). ``--control``

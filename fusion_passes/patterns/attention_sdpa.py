@@ -897,7 +897,10 @@ def _match_sdpa_call(node: fx.Node, grad_enabled: bool) -> _Attention | None:
             raise _Miss(node, f"decode-sized SDPA with a {m.dtype} mask on {m.device}: kept")
         if m.device != qv.device or (m.dtype != torch.bool and m.dtype != qv.dtype) or attn.is_causal:
             return None
-        attn.mask = [_MaskTerm("keep", mask, -math.inf) if m.dtype == torch.bool else _sdpa_bool_mask(mask)]
+        if decode:
+            attn.mask = [_MaskTerm("add", mask)]
+        else:
+            attn.mask = [_MaskTerm("keep", mask, -math.inf) if m.dtype == torch.bool else _sdpa_bool_mask(mask)]
     pair = _repeat_kv_pair(k, v)
     if decode:
         if pair:
@@ -916,9 +919,10 @@ def _match_sdpa_call(node: fx.Node, grad_enabled: bool) -> _Attention | None:
         attn.repeat, attn.kv_sources = pair[2], (pair[0], pair[1], pair[3])
     _decide_mask_and_gqa(attn)
     if not (attn.mask_dropped or attn.enable_gqa):
-        if attn.mask and pair and val(q).device.type != "cpu":
+        if attn.mask and pair and qv.device.type != "cpu":
             raise _Miss(node, "SDPA over repeat_kv with a mask not proven constant (it reads an input such as "
-                              "attention_mask, or its shape is dynamic): K/V copies kept, CUDA's GQA kernel takes no mask")
+                              "attention_mask, or its shape is dynamic): K/V copies kept, CUDA's GQA kernel "
+                              "takes no mask")
         return None
     return attn
 
