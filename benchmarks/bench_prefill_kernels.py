@@ -10,8 +10,11 @@
   (one GEMM on the packed weights) — the ``qkv_packing`` rewrite.
 - ``--sdpa-forms``: which SDPA call the rewrite should make, each form compiled under each ``--backends`` choice
   (``auto``: PyTorch's; or only cuDNN's / flash / the efficient kernel): ``gqa causal`` (what the rewrite makes
-  now: ``ours`` is its ``auto`` row), ``repeated causal`` (K/V repeated per query head, as ``repeat_kv`` does, then ``is_causal=True``) and
-  ``repeated mask`` (the additive causal mask passed, as HF's ``sdpa`` attention does). Each record names the
+  now: ``ours`` is its ``auto`` row), ``repeated causal`` (K/V repeated per query head, as ``repeat_kv`` does,
+  then ``is_causal=True``), ``repeated mask`` (the additive causal mask passed, as HF's ``sdpa`` attention does)
+  and ``gqa mask`` (the mask
+  with K/V un-repeated: what the rewrite could make of a padding mask it cannot drop, if a fused kernel takes it
+  faster than the repeated form; the rewrite keeps K/V repeated there on CUDA). Each record names the
   attention kernels one call ran (``kernels``): on the H200 ``auto`` lowered the GQA form to cuDNN's.
 Times are per call, from CUDA graphs of back-to-back calls (launch overhead excluded); every case is compiled
 fresh (``torch._dynamo.reset()``), for its static shapes. JSON goes to
@@ -46,6 +49,10 @@ def sdpa_attention(q, k, v, scale):
 def sdpa_repeated_causal(q, k, v, scale):
     return F.scaled_dot_product_attention(q, repeat_kv(k, q.shape[1]), repeat_kv(v, q.shape[1]), is_causal=True,
                                           scale=scale)
+
+
+def sdpa_gqa_mask(q, k, v, mask, scale):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=True)
 
 
 def sdpa_repeated_mask(q, k, v, mask, scale):
@@ -119,7 +126,8 @@ def main(argv=None) -> int:
                 cases[("attention", "ours")] = (sdpa_attention, (q, k, v, scale), "auto")
                 forms = {"gqa causal": (sdpa_attention, (q, k, v, scale)),
                          "repeated causal": (sdpa_repeated_causal, (q, k, v, scale)),
-                         "repeated mask": (sdpa_repeated_mask, (q, k, v, mask, scale))} if args.sdpa_forms else {}
+                         "repeated mask": (sdpa_repeated_mask, (q, k, v, mask, scale)),
+                         "gqa mask": (sdpa_gqa_mask, (q, k, v, mask, scale))} if args.sdpa_forms else {}
                 for form, (fn, fn_args) in forms.items():
                     for backend in backends:
                         if (form, backend) != ("gqa causal", "auto"):  # that is "ours"

@@ -23,6 +23,9 @@
 #   bash benchmarks/run_gpu.sh sdpa_forms [model]  # prefill attention: the SDPA forms x backends, per shape
 #   bash benchmarks/run_gpu.sh sdpa_prefill [model]  # HF sdpa attention's prompt rewritten (is_causal + GQA): its GPU
 #                                                    # tests, then prefill paired: stock vs ours vs ours without it
+#   bash benchmarks/run_gpu.sh sdpa_prefill_rest  # what session 23's budget cut: 1B 2048 x 8, and 512 / 2048 x 1
+#                                                 # with CUDA graphs, paired as above
+#   bash benchmarks/run_gpu.sh sdpa_prefill8b     # the same at the 8B shape, 512 / 2048 x 1 (no graphs)
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -257,8 +260,9 @@ case "${1:-}" in
         | grep -v Warn | tail -70
     done ;;
   sdpa_forms)  # (prepared in session 21) which SDPA call the attention rewrite should make at prefill: GQA + causal
-              # (now), K/V repeated + causal, K/V repeated + mask (HF's sdpa), each under PyTorch's backend choice
-              # and each backend alone, per shape of ${2:-llama-1b}
+              # (now), K/V repeated + causal, K/V repeated + mask (HF's sdpa), GQA + mask (session 23: would a
+              # padding mask take GQA faster?), each under PyTorch's backend choice and each backend alone, per
+              # shape of ${2:-llama-1b} (session 23 ran it with --backends auto: the whole list takes over 560 s)
     timeout 560 python3 benchmarks/bench_prefill_kernels.py --model "${2:-llama-1b}" --families attention \
       --sdpa-forms --out "$OUT/prefill_sdpa_forms_${2:-llama-1b}.json" 2>&1 | grep "^\[prefill\]" ;;
   sdpa_prefill)  # (session 23) before this session nothing fired on HF's sdpa prompt attention: ours+noattn is that
@@ -266,6 +270,17 @@ case "${1:-}" in
     timeout 420 python3 benchmarks/bench_e2e.py --model "${2:-llama-1b}" --attn sdpa --workloads prefill-512 \
       prefill-2048 --batches 1 8 --rounds 10 --iters 10 --variants stock fusion_passes fusion_passes+noattn \
       --out "$OUT/e2e_prefill_sdpa_rewrite_${2:-llama-1b}.json" 2>&1 | grep -v Warn | tail -16 ;;
+  sdpa_prefill_rest)
+    timeout 200 python3 benchmarks/bench_e2e.py --attn sdpa --workloads prefill-2048 --batches 8 --rounds 8 \
+      --iters 5 --variants stock fusion_passes fusion_passes+noattn --out "$OUT/e2e_prefill_sdpa_rewrite_2048x8.json" \
+      2>&1 | grep -v Warn | tail -5
+    timeout 340 python3 benchmarks/bench_e2e.py --attn sdpa --workloads prefill-512 prefill-2048 --batches 1 \
+      --rounds 8 --iters 10 --variants stock+cudagraphs fusion_passes+cudagraphs fusion_passes+noattn+cudagraphs \
+      --out "$OUT/e2e_prefill_sdpa_rewrite_cg.json" 2>&1 | grep -v Warn | tail -8 ;;
+  sdpa_prefill8b)
+    timeout 560 python3 benchmarks/bench_e2e.py --model llama-8b --attn sdpa --workloads prefill-512 prefill-2048 \
+      --batches 1 --rounds 8 --iters 5 --variants stock fusion_passes fusion_passes+noattn \
+      --out "$OUT/e2e_prefill_sdpa_rewrite_llama-8b.json" 2>&1 | grep -v Warn | tail -8 ;;
   chain)
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch read --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -16 ;;
   design)  # compiles in 8 processes first, then one process times (logs/s12_run4, s12_run5)

@@ -156,7 +156,7 @@ def test_prefill_kernels_bench_sdpa_forms_tiny_cpu(tmp_path):
     out = tmp_path / "prefill.json"
     assert bench_prefill_kernels.main(["--tiny", "--families", "attention", "--sdpa-forms", "--out", str(out)]) == 0
     recs = {r["variant"]: r for r in json.loads(out.read_text())["records"]}
-    assert set(recs) == {"stock", "ours", "repeated causal [auto]", "repeated mask [auto]"}
+    assert set(recs) == {"stock", "ours", "repeated causal [auto]", "repeated mask [auto]", "gqa mask [auto]"}
     for name, r in recs.items():
         assert "error" not in r and r["us"] > 0 and r["max_err"] < 1e-4, r
         assert (r["kernels"] == []) == (name == "stock"), r  # stock's eager attention runs no SDPA

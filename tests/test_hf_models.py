@@ -128,9 +128,8 @@ def test_hf_sdpa_prompt_drops_the_causal_mask_and_repeat_kv(name, padded):
     torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-4)
     ms = [m for r in recs for m in r.matches if m.pattern == "attention_sdpa"]
     assert len(ms) == 2 and all(m.detail["gqa"] == "enable_gqa (x2)" for m in ms), [m.detail for m in ms]
-    padding = "keep" if transformers_major() >= 5 else "add"  # 5.x gives SDPA a bool mask, 4.x an additive one
-    for m in ms:  # transformers 4.x may pass is_causal=True itself rather than a constant mask
-        assert m.detail["mask"] == padding if padded else m.detail["mask"].startswith("causal"), m.detail
+    for m in ms:  # (transformers 4.x may pass is_causal=True itself rather than a constant mask: "causal ...")
+        assert m.detail["mask"] == "keep" if padded else m.detail["mask"].startswith("causal"), m.detail
 
 
 # --------------------------------------------------------------------------------------------- decode
