@@ -20,8 +20,8 @@ Fused:
 
 An SDPA call already in the graph over a prompt (HF's default ``sdpa`` attention) loses what it does not need:
 
-    out = scaled_dot_product_attention(q, repeat_kv(k), repeat_kv(v), attn_mask=causal)   # mask: bool (5.x), or
-    # fused                                                                                # additive (4.x)
+    out = scaled_dot_product_attention(q, repeat_kv(k), repeat_kv(v), attn_mask=causal)   # bool or additive
+    # fused
     out = scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
     # only when the mask is proven constant as above (the bool mask under SDPA's where(mask, 0, -65504) for cuDNN
     # included); then repeat_kv's copies go too. On the H200, 1B/8B shapes, that form ran 2-3x faster than HF's.

@@ -980,8 +980,8 @@ def test_gpu_sdpa_decode_gets_the_decode_kernel(mode):
 
 def sdpa_built_mask(mask_kind):
     """HF's ``sdpa`` attention over a prompt: repeat_kv, then SDPA with a mask built in the graph from ``arange``
-    (transformers 5.x passes a bool mask, 4.x an additive one). ``window``: constant, but not causal; ``open``:
-    allows every key."""
+    (bool as transformers passes it, or additive as older models build it). ``window``: constant, but not causal;
+    ``open``: allows every key."""
 
     def attention(q, k, v):
         s, device = q.shape[2], q.device
