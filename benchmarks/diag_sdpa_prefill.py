@@ -55,13 +55,15 @@ def main(argv=None) -> None:
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(cfg).to(device, dtype).eval()
     ids = torch.randint(0, 1024, (1, args.tokens), device=device)
-    attention_sdpa._constant_mask_kind = traced_mask_kind
-    torch._inductor.config.fx_graph_cache = False  # a cached graph would skip the pass, and its printing
     torch._dynamo.reset()
-    with torch.no_grad(), fusion_passes.capture() as recs:
-        out = torch.compile(model, backend=fusion_passes.backend(patterns=["attention_sdpa"]))(input_ids=ids,
-                                                                                             use_cache=False)
-        ref = model(input_ids=ids, use_cache=False)
+    attention_sdpa._constant_mask_kind = traced_mask_kind
+    try:  # without the FX graph cache: a cached graph would skip the pass, and its printing
+        with torch.no_grad(), fusion_passes.capture() as recs, torch._inductor.config.patch(fx_graph_cache=False):
+            out = torch.compile(model, backend=fusion_passes.backend(patterns=["attention_sdpa"]))(input_ids=ids,
+                                                                                                 use_cache=False)
+            ref = model(input_ids=ids, use_cache=False)
+    finally:
+        attention_sdpa._constant_mask_kind = _constant_mask_kind
     print("max err", (out.logits.float() - ref.logits.float()).abs().max().item())
     for r in recs:
         print("matches", [m.detail for m in r.matches])

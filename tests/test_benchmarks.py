@@ -429,16 +429,17 @@ def test_l2_prefetch_stand_in_compiles_for_hopper_with_ptx_prefetches():
     assert counts[:2] == [0, 0] and counts[2] >= 1 and triton is not None
 
 
-def test_sdpa_prefill_diagnosis_tiny_cpu(capsys, monkeypatch):
-    """The diagnosis prints the mask the proof judged and the rewrite it led to (a causal prompt: dropped)."""
+def test_sdpa_prefill_diagnosis_tiny_cpu(capsys):
+    """The diagnosis prints the mask the proof judged and the rewrite it led to (a causal prompt: dropped), and
+    leaves the pass and Inductor's config as it found them."""
     import diag_sdpa_prefill
+    from fusion_passes.patterns import attention_sdpa
 
-    monkeypatch.setattr(diag_sdpa_prefill.attention_sdpa, "_constant_mask_kind",
-                        diag_sdpa_prefill.attention_sdpa._constant_mask_kind)  # restored after the test
-    monkeypatch.setattr(torch._inductor.config, "fx_graph_cache", torch._inductor.config.fx_graph_cache)
+    proof, cache = attention_sdpa._constant_mask_kind, torch._inductor.config.fx_graph_cache
     diag_sdpa_prefill.main(["--tiny", "--tokens", "16"])
     out = capsys.readouterr().out
     assert out.count("-> causal") == 2 and "causal (constant mask dropped, is_causal=True)" in out, out
+    assert attention_sdpa._constant_mask_kind is proof and torch._inductor.config.fx_graph_cache == cache
 
 
 def test_e2e_paired_rounds_tiny_cpu(tmp_path):
