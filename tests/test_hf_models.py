@@ -98,17 +98,24 @@ def _output(out):
     return out.logits if hasattr(out, "logits") else out.last_hidden_state
 
 
-@pytest.mark.parametrize("build", list(CASES), ids=lambda f: f.__name__)
-def test_hf_model_fuses_and_matches_eager(build):
+def _compiled_matches_eager(build, attn, patterns=None):
+    """``build``'s model with HF attention ``attn``, compiled with ``patterns`` (None: every family): asserts
+    parity with eager; returns the compile records."""
     torch.manual_seed(0)
     model, kwargs = build()
-    model.config._attn_implementation = "eager"
+    model.config._attn_implementation = attn
     model.eval()
     with torch.no_grad():
         expected = _output(model(**kwargs))
-    expect = CASES[build] & set(__import__("fusion_passes").available_patterns())
-    out, recs = compile_with_records(lambda kw: _output(model(**kw)), kwargs, patterns=sorted(expect))
+    out, recs = compile_with_records(lambda kw: _output(model(**kw)), kwargs, patterns=patterns)
     torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-4)
+    return recs
+
+
+@pytest.mark.parametrize("build", list(CASES), ids=lambda f: f.__name__)
+def test_hf_model_fuses_and_matches_eager(build):
+    expect = CASES[build] & set(__import__("fusion_passes").available_patterns())
+    recs = _compiled_matches_eager(build, "eager", patterns=sorted(expect))
     fired = {m.pattern for r in recs for m in r.matches}
     assert expect <= fired, f"expected {expect - fired} to fire; near misses: " + "; ".join(
         f"{n.pattern}: {n.reason}" for r in recs for n in r.near_misses)
@@ -120,14 +127,7 @@ def test_hf_model_with_sdpa_attention_matches_eager(build):
     """The same models with HF's default ``sdpa`` attention, every family: parity with eager. The decoders' causal
     prompt attention is rewritten (constant mask dropped); the encoders' padding mask, without repeat_kv, leaves
     nothing to gain."""
-    torch.manual_seed(0)
-    model, kwargs = build()
-    model.config._attn_implementation = "sdpa"
-    model.eval()
-    with torch.no_grad():
-        expected = _output(model(**kwargs))
-    out, recs = compile_with_records(lambda kw: _output(model(**kw)), kwargs)
-    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-4)
+    recs = _compiled_matches_eager(build, "sdpa")
     assert not [e for r in recs for e in r.errors]
     causal = [m for r in recs for m in r.matches
               if m.pattern == "attention_sdpa" and m.detail["mask"].startswith("causal")]
