@@ -3,6 +3,7 @@
     python benchmarks/bench_e2e.py                              # GPU: llama-1b, eager+sdpa attention, all workloads
     python benchmarks/bench_e2e.py --model llama-8b --workloads decode-1024
     python benchmarks/bench_e2e.py --tiny                       # CPU smoke run of the harness (CI)
+    python benchmarks/bench_e2e.py --workloads padded-512 --batches 8  # prompts of unequal length (attention_mask)
     python benchmarks/bench_e2e.py --workloads prefill-512 --variants stock fusion_passes --rounds 20 --iters 10 \
         --control                                               # paired: alternating rounds, ratios per round,
                                                                 # stock twice for the run's noise
@@ -85,6 +86,11 @@ def workload_inputs(model, workload: str, batch: int, device: str):
     if kind == "prefill":
         ids = torch.randint(0, vocab, (batch, n), generator=g).to(device)
         return lambda: (lambda m: m(input_ids=ids, use_cache=False).logits)
+    if kind == "padded":  # prompts of unequal length, right-padded: row i has n - i * n // (2 * batch) tokens
+        ids = torch.randint(0, vocab, (batch, n), generator=g).to(device)
+        keep = torch.arange(n) < torch.tensor([n - i * n // (2 * batch) for i in range(batch)])[:, None]
+        mask = keep.long().to(device)  # right padding leaves no query row without a key (left padding would)
+        return lambda: (lambda m: m(input_ids=ids, attention_mask=mask, use_cache=False).logits)
     from transformers import StaticCache
 
     from fusion_passes.zoo import hf_cache_kwargs
@@ -224,7 +230,7 @@ def run(args, save) -> list[dict]:
         model = build_model(args.model, attn, device, dtype)
         weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
         for workload in args.workloads:
-            for batch in args.batches if workload.startswith("prefill") else [1]:
+            for batch in args.batches if not workload.startswith("decode") else [1]:
                 fresh_step = workload_inputs(model, workload, batch, device)
                 with torch.no_grad():
                     reference = fresh_step()(model).float()
@@ -388,7 +394,7 @@ def main(argv=None) -> int:
     p.add_argument("--model", default="llama-1b", choices=sorted(CONFIGS))
     p.add_argument("--attn", nargs="+", default=["eager", "sdpa"])
     p.add_argument("--workloads", nargs="+", default=["prefill-512", "prefill-2048", "decode-1024"])
-    p.add_argument("--batches", nargs="+", type=int, default=[1, 8], help="prefill batch sizes")
+    p.add_argument("--batches", nargs="+", type=int, default=[1, 8], help="prompt batch sizes (prefill and padded workloads)")
     p.add_argument("--variants", nargs="+", default=["eager", "stock", "fusion_passes", "stock+cudagraphs",
                                                       "fusion_passes+cudagraphs"])
     p.add_argument("--iters", type=int, default=50)

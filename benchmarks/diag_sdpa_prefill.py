@@ -20,13 +20,13 @@ from fusion_passes import graph_utils
 from fusion_passes.patterns import attention_sdpa
 
 
-def traced_mask_kind(attn, q_len, k_len):
-    """``attention_sdpa._constant_mask_kind``, printing the mask value it judged."""
+def traced_mask_kind(term, q_len, k_len):
+    """``attention_sdpa._prove_mask_kind``, printing the mask value it judged (once per mask: the pass keeps the
+    answer for the other layers)."""
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-    kind = _constant_mask_kind(attn, q_len, k_len)
-    term = attn.mask[0] if attn.mask else None
-    nodes = attention_sdpa._constant_subgraph(term.tensor) if term else None
+    kind = _prove_mask_kind(term, q_len, k_len)
+    nodes = attention_sdpa._constant_subgraph(term.tensor)
     if nodes is None:
         print(f"mask: not a constant subgraph -> {kind}")
         return kind
@@ -37,7 +37,7 @@ def traced_mask_kind(attn, q_len, k_len):
     return kind
 
 
-_constant_mask_kind = attention_sdpa._constant_mask_kind
+_prove_mask_kind = attention_sdpa._prove_mask_kind
 
 
 def main(argv=None) -> None:
@@ -56,14 +56,14 @@ def main(argv=None) -> None:
     model = transformers.LlamaForCausalLM(cfg).to(device, dtype).eval()
     ids = torch.randint(0, 1024, (1, args.tokens), device=device)
     torch._dynamo.reset()
-    attention_sdpa._constant_mask_kind = traced_mask_kind
+    attention_sdpa._prove_mask_kind = traced_mask_kind
     try:  # without the FX graph cache: a cached graph would skip the pass, and its printing
         with torch.no_grad(), fusion_passes.capture() as recs, torch._inductor.config.patch(fx_graph_cache=False):
             out = torch.compile(model, backend=fusion_passes.backend(patterns=["attention_sdpa"]))(input_ids=ids,
                                                                                                  use_cache=False)
             ref = model(input_ids=ids, use_cache=False)
     finally:
-        attention_sdpa._constant_mask_kind = _constant_mask_kind
+        attention_sdpa._prove_mask_kind = _prove_mask_kind
     print("max err", (out.logits.float() - ref.logits.float()).abs().max().item())
     for r in recs:
         print("matches", [m.detail for m in r.matches])

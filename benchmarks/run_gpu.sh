@@ -26,6 +26,9 @@
 #   bash benchmarks/run_gpu.sh sdpa_prefill_rest  # what session 23's budget cut: 1B 2048 x 8, and 512 / 2048 x 1
 #                                                 # with CUDA graphs, paired as above
 #   bash benchmarks/run_gpu.sh sdpa_prefill8b     # the same at the 8B shape, 512 / 2048 x 1 (no graphs)
+#   bash benchmarks/run_gpu.sh padded    # (session 24) SDPA with GQA + a kept mask (cuDNN): its GPU tests, then 1B
+#                                        # prompts of unequal length (attention_mask) x 8, paired: stock vs ours vs
+#                                        # ours without the attention pass
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -281,6 +284,12 @@ case "${1:-}" in
     timeout 560 python3 benchmarks/bench_e2e.py --model llama-8b --attn sdpa --workloads prefill-512 prefill-2048 \
       --batches 1 --rounds 8 --iters 5 --variants stock fusion_passes fusion_passes+noattn \
       --out "$OUT/e2e_prefill_sdpa_rewrite_llama-8b.json" 2>&1 | grep -v Warn | tail -8 ;;
+  padded)
+    timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/patterns/test_attention_sdpa.py \
+      tests/test_hf_models.py 2>&1 | tail -3
+    timeout 330 python3 benchmarks/bench_e2e.py --attn sdpa eager --workloads padded-512 padded-2048 --batches 8 \
+      --rounds 8 --iters 5 --variants stock fusion_passes fusion_passes+noattn \
+      --out "$OUT/e2e_padded_llama-1b.json" 2>&1 | grep -v Warn | tail -14 ;;
   chain)
     python3 benchmarks/bench_gemv_chain.py --rows 1 8 --variants cublas ours ours-noprefetch read --out "$OUT/gemv_chain.json" 2>&1 | grep -v Warn | tail -16 ;;
   design)  # compiles in 8 processes first, then one process times (logs/s12_run4, s12_run5)

@@ -31,6 +31,29 @@ def test_e2e_harness_tiny_cpu(tmp_path):
         assert r["median_ms"] > 0 and r["max_err"] < 1e-3
 
 
+def test_e2e_padded_prompts_tiny_cpu(tmp_path, monkeypatch):
+    """``padded-N``: a batch of prompts of unequal length, right-padded, through the model's attention_mask (the
+    mask SDPA keeps); ours matches eager there."""
+    calls = []
+    build = bench_e2e.build_model
+
+    def spy(*a, **kw):
+        model = build(*a, **kw)
+        forward = model.forward
+        model.forward = lambda *fa, **fkw: calls.append(fkw.get("attention_mask")) or forward(*fa, **fkw)
+        return model
+
+    monkeypatch.setattr(bench_e2e, "build_model", spy)
+    out = tmp_path / "res.json"
+    assert bench_e2e.main(["--tiny", "--device", "cpu", "--attn", "sdpa", "--workloads", "padded-16", "--batches",
+                           "2", "--variants", "eager", "fusion_passes", "--out", str(out)]) == 0
+    recs = json.loads(out.read_text())["records"]
+    assert [(r["workload"], r["batch"], r["variant"]) for r in recs] == [("padded-16", 2, "eager"),
+                                                                         ("padded-16", 2, "fusion_passes")]
+    assert all("error" not in r and r["max_err"] < 1e-3 for r in recs), recs
+    assert calls and calls[0].sum(-1).tolist() == [16, 12]  # row 1 lost 16 // 4 tokens
+
+
 @pytest.mark.parametrize("model", ["tiny-qwen2", "tiny-gemma"])
 def test_e2e_harness_builds_qwen2_and_gemma_shapes(tmp_path, model):
     """``arch`` configs build a real Qwen2ForCausalLM (q/k/v biases) or GemmaForCausalLM (GeGLU); ours matches
@@ -430,16 +453,16 @@ def test_l2_prefetch_stand_in_compiles_for_hopper_with_ptx_prefetches():
 
 
 def test_sdpa_prefill_diagnosis_tiny_cpu(capsys):
-    """The diagnosis prints the mask the proof judged and the rewrite it led to (a causal prompt: dropped), and
-    leaves the pass and Inductor's config as it found them."""
+    """The diagnosis prints the mask the proof judged (once: both layers read it) and the rewrite it led to (a
+    causal prompt: dropped), and leaves the pass and Inductor's config as it found them."""
     import diag_sdpa_prefill
     from fusion_passes.patterns import attention_sdpa
 
-    proof, cache = attention_sdpa._constant_mask_kind, torch._inductor.config.fx_graph_cache
+    proof, cache = attention_sdpa._prove_mask_kind, torch._inductor.config.fx_graph_cache
     diag_sdpa_prefill.main(["--tiny", "--tokens", "16"])
     out = capsys.readouterr().out
-    assert out.count("-> causal") == 2 and "causal (constant mask dropped, is_causal=True)" in out, out
-    assert attention_sdpa._constant_mask_kind is proof and torch._inductor.config.fx_graph_cache == cache
+    assert out.count("-> causal") == 1 and out.count("causal (constant mask dropped") == 2, out
+    assert attention_sdpa._prove_mask_kind is proof and torch._inductor.config.fx_graph_cache == cache
 
 
 def test_e2e_paired_rounds_tiny_cpu(tmp_path):

@@ -168,6 +168,7 @@ class _Attention:
     decode: bool = False  # decode-sized: our decode kernel instead of SDPA
     repeat: int = 1  # kv heads repeated by repeat_kv (1: plain MHA)
     kv_sources: tuple | None = None  # (k, v, nodes) before repeat_kv, used when enable_gqa is chosen
+    repeated_kv: tuple | None = None  # (k, v, len(chain)) as matched, before enable_gqa took kv_sources
     softmax: fx.Node | None = None  # the softmax output: its source line is the one the report shows
     tanh: fx.Node | None = None  # Gemma2's logit softcapping: scores = softcap * tanh(scores * scale) (decode only)
     softcap: float = 0.0  # the constant scaling after the tanh
@@ -626,13 +627,22 @@ def _constant_subgraph(node: fx.Node) -> list[fx.Node] | None:
     return order if visit(node) else None
 
 
-def _constant_mask_kind(attn: _Attention, q_len, k_len) -> str | None:
+def _constant_mask_kind(attn: _Attention, q_len, k_len, proofs: dict) -> str | None:
     """For a single mask term that is a compile-time constant: "none" when it allows every key (e.g. an HF
     decode step), "causal" when it allows exactly key j <= query i (SDPA's is_causal, top-left aligned), each
-    blocking the rest with -inf / the dtype's minimum; None otherwise (the mask is passed to SDPA)."""
+    blocking the rest with -inf / the dtype's minimum; None otherwise (the mask is passed to SDPA).
+    ``proofs`` keeps each answer for the rest of the pass: every layer reads the same mask, and evaluating it
+    once per layer ([8, 1, 2048, 2048] x 32 layers) costs compile time for nothing."""
     if len(attn.mask) != 1 or not isinstance(q_len, int) or not isinstance(k_len, int):
         return None
     term = attn.mask[0]
+    key = (term.tensor, term.kind, q_len, k_len)
+    if key not in proofs:
+        proofs[key] = _prove_mask_kind(term, q_len, k_len)
+    return proofs[key]
+
+
+def _prove_mask_kind(term: _MaskTerm, q_len: int, k_len: int) -> str | None:
     nodes = _constant_subgraph(term.tensor)
     if nodes is None:
         return None
@@ -659,9 +669,9 @@ def _constant_mask_kind(attn: _Attention, q_len, k_len) -> str | None:
     return None
 
 
-def _decide_mask_and_gqa(attn: _Attention) -> None:
+def _decide_mask_and_gqa(attn: _Attention, proofs: dict) -> None:
     q_len, k_len = shape_of(attn.q)[-2], shape_of(attn.k)[-1 if attn.k_is_transposed else -2]
-    kind = _constant_mask_kind(attn, q_len, k_len) if attn.mask else None
+    kind = _constant_mask_kind(attn, q_len, k_len, proofs) if attn.mask else None
     if kind is not None:
         attn.mask, attn.is_causal, attn.mask_dropped = [], kind == "causal", kind
     if attn.decode and not _fits_decode_kernel(attn, q_len):
@@ -669,12 +679,12 @@ def _decide_mask_and_gqa(attn: _Attention) -> None:
     sources = attn.kv_sources
     if sources is None:
         return
-    # SDPA's GQA keeps K/V un-repeated. The CPU flash kernel takes GQA with or without a mask; on CUDA only the
-    # flash kernel takes GQA and it takes no mask, so with a mask the repeated K/V keep the efficient kernel.
-    if val(attn.q).device.type == "cpu" or not attn.mask or attn.decode:  # the decode kernel takes GQA and a mask
-        attn.k, attn.v, kv_prep = sources
-        attn.enable_gqa = True
-        attn.chain.extend(kv_prep)
+    # SDPA's GQA keeps K/V un-repeated. Whether a fused kernel takes GQA (with a mask: CPU's flash, cuDNN on the
+    # H200; not CUDA's flash) shows when the replacement is traced: _insert_sdpa_or_repeated falls back then.
+    attn.repeated_kv = (attn.k, attn.v, len(attn.chain))
+    attn.k, attn.v, kv_prep = sources
+    attn.enable_gqa = True
+    attn.chain.extend(kv_prep)
 
 
 def _fits_decode_kernel(attn: _Attention, q_len: int) -> bool:
@@ -849,7 +859,7 @@ def _sdpa_kwargs(node: fx.Node) -> dict | None:
     return None if normalized is None else normalized.kwargs
 
 
-def _match_sdpa_call(node: fx.Node, grad_enabled: bool) -> _Attention | None:
+def _match_sdpa_call(node: fx.Node, grad_enabled: bool, proofs: dict) -> _Attention | None:
     """An SDPA call already in the graph (HF's ``sdpa`` attention), as an ``_Attention`` to replace, or None when
     there is nothing to gain (nothing to say). Decode-sized: our decode kernel, K/V taken from before ``repeat_kv``
     (the per-step copy of the whole cache goes); raises ``_Miss`` when that cannot be done. Longer: SDPA again
@@ -917,14 +927,8 @@ def _match_sdpa_call(node: fx.Node, grad_enabled: bool) -> _Attention | None:
         return attn
     if pair:
         attn.repeat, attn.kv_sources = pair[2], (pair[0], pair[1], pair[3])
-    _decide_mask_and_gqa(attn)
-    if not (attn.mask_dropped or attn.enable_gqa):
-        if attn.mask and pair and qv.device.type != "cpu":
-            raise _Miss(node, "SDPA over repeat_kv with a mask not proven constant (it reads an input such as "
-                              "attention_mask, or its shape is dynamic): K/V copies kept, CUDA's GQA kernel "
-                              "takes no mask")
-        return None
-    return attn
+    _decide_mask_and_gqa(attn, proofs)
+    return attn if attn.mask_dropped or attn.enable_gqa else None
 
 
 # SDPA turns a bool mask into an additive one before its backend op: where(mask, 0, -inf) on CPU, but
@@ -945,29 +949,32 @@ def _sdpa_bool_mask(mask: fx.Node) -> _MaskTerm:
     return _MaskTerm("add", mask)
 
 
-def _insert_sdpa_or_repeated(graph: fx.Graph, attn: _Attention, masks: dict) -> list[fx.Node]:
-    """``_insert_sdpa``; where SDPA has no fused kernel for the GQA form here (e.g. fp32 on CUDA), with the
-    repeated K/V the call had instead, when dropping the mask alone still gains."""
+def _insert_sdpa_or_repeated(graph: fx.Graph, attn: _Attention, masks: dict, gain_without_gqa: bool) -> list[fx.Node]:
+    """``_insert_sdpa``; where SDPA has no fused kernel for the GQA form here (fp32 on CUDA; a mask on a GPU
+    without cuDNN's), with the repeated K/V as matched instead, if the rewrite still gains without GQA."""
     try:
         return _insert_sdpa(graph, attn, masks)
-    except _Miss:
-        if not (attn.enable_gqa and not attn.decode and attn.kv_sources and attn.mask_dropped):
+    except _Miss as miss:
+        if not (attn.enable_gqa and attn.repeated_kv and not attn.decode):
             raise
-    attn.chain = [n for n in attn.chain if n not in attn.kv_sources[2]]
-    kw = _sdpa_kwargs(attn.output.args[0])  # attn.output: the call's output 0
-    attn.k, attn.v = kw["key"], kw["value"]
+        if not gain_without_gqa:
+            raise _Miss(miss.node, f"SDPA over repeat_kv with a mask not proven constant (it reads an input such "
+                                   f"as attention_mask, or its shape is dynamic): K/V copies kept, no fused SDPA "
+                                   f"kernel here takes GQA with a mask ({miss.reason})") from None
+    attn.k, attn.v, n = attn.repeated_kv
+    attn.chain = attn.chain[:n]
     attn.enable_gqa = False
     return _insert_sdpa(graph, attn, masks)
 
 
-def _rewrite_sdpa_calls(graph: fx.Graph, ctx, masks: dict) -> None:
+def _rewrite_sdpa_calls(graph: fx.Graph, ctx, masks: dict, proofs: dict) -> None:
     for node in [n for n in graph.nodes if op_name(n) in _SDPA_BACKENDS]:
         try:
-            attn = _match_sdpa_call(node, ctx.grad_enabled)
+            attn = _match_sdpa_call(node, ctx.grad_enabled, proofs)
             if attn is None:
                 continue
             order = {n: i for i, n in enumerate(graph.nodes)}
-            inserted = _insert_sdpa_or_repeated(graph, attn, masks)
+            inserted = _insert_sdpa_or_repeated(graph, attn, masks, gain_without_gqa=bool(attn.mask_dropped))
         except _Miss as miss:
             ctx.near_miss(miss.node, miss.reason)
             continue
@@ -989,13 +996,14 @@ def apply(graph: fx.Graph, ctx) -> None:
     """Rewrite every eager attention in ``graph`` into SDPA, and decode-sized SDPA calls into the decode kernel;
     report the ones that almost matched."""
     masks: dict = {}  # one shared, materialised mask per distinct decode mask (see _share_decode_mask)
-    _rewrite_sdpa_calls(graph, ctx, masks)  # first: the SDPA calls the eager rewrites below insert are final
+    proofs: dict = {}  # what each constant mask was proven to be (see _constant_mask_kind)
+    _rewrite_sdpa_calls(graph, ctx, masks, proofs)  # first: the SDPA calls the eager rewrites below insert are final
     for bmm1 in [n for n in graph.nodes if is_op(n, aten.bmm)]:
         if getattr(bmm1, "_erased", False):
             continue  # erased by an earlier rewrite (it was that attention's bmm with V)
         try:
             attn = _match(bmm1, ctx.grad_enabled)
-            _decide_mask_and_gqa(attn)
+            _decide_mask_and_gqa(attn, proofs)
             _check_softcap(attn)
         except _Miss as miss:
             if miss.report:
@@ -1004,7 +1012,7 @@ def apply(graph: fx.Graph, ctx) -> None:
         saved = 2 * tensor_bytes(bmm1)  # the [*batch, Sq, Sk] scores and weights are no longer written and read
         order = {n: i for i, n in enumerate(graph.nodes)}
         try:
-            inserted = _insert_sdpa(graph, attn, masks)
+            inserted = _insert_sdpa_or_repeated(graph, attn, masks, gain_without_gqa=True)
         except _Miss as miss:
             ctx.near_miss(miss.node, miss.reason)
             continue

@@ -594,9 +594,11 @@ def test_gpu_bf16_llama(masked):
     code = "\n".join(codes)
     # one bmm may remain: the rotary embedding's inv_freq @ positions; attention's two are gone
     assert "_scaled_dot_product_" in code and code.count("extern_kernels.bmm(") <= 1
-    if masked:  # CUDA flash takes no mask: K/V stay repeated so a masked kernel (cuDNN / efficient) can run
-        assert m.detail["gqa"] == "repeated K/V" and m.detail["mask"] == "add"
+    if masked:  # CUDA's flash takes no mask; cuDNN (sm90) takes GQA with one, elsewhere K/V stay repeated
+        cudnn_gqa = torch.cuda.get_device_capability() >= (9, 0)
+        assert m.detail["gqa"] == ("enable_gqa (x2)" if cudnn_gqa else "repeated K/V") and m.detail["mask"] == "add"
         assert "_scaled_dot_product_flash_attention" not in code
+        assert ("_scaled_dot_product_cudnn_attention" in code) == cudnn_gqa
     else:
         assert m.detail["gqa"] == "enable_gqa (x2)" and m.detail["mask"].startswith("causal")
     torch.testing.assert_close(out, ref, atol=3e-2, rtol=3e-2)
@@ -1040,6 +1042,30 @@ def test_sdpa_prefill_mask_allowing_every_key_is_dropped():
     assert detail["mask"] == "none (constant mask allows every key, dropped)" and detail["gqa"] == "enable_gqa (x2)"
 
 
+def test_sdpa_prefill_mask_shared_by_layers_is_proven_once(monkeypatch):
+    """Every layer of an HF model reads the one mask the model built: the proof evaluates it once per pass, not
+    once per layer (a [8, 1, 2048, 2048] mask x 32 layers), and every layer still drops it."""
+
+    def two_layers(q, k, v):
+        s = q.shape[2]
+        i = torch.arange(s)
+        mask = (i[:, None] >= i[None, :])[None, None]
+        for _ in range(2):
+            q = F.scaled_dot_product_attention(q, repeat_kv(k, 2), repeat_kv(v, 2), attn_mask=mask)
+        return q
+
+    proofs = []
+    prove = attention_sdpa._prove_mask_kind
+    monkeypatch.setattr(attention_sdpa, "_prove_mask_kind", lambda *a: proofs.append(a) or prove(*a))
+    args = qkv()
+    with torch.no_grad():
+        ref = two_layers(*args)
+        out, recs = compile_with_records(two_layers, *args, patterns=PATTERN)
+    torch.testing.assert_close(out, ref, **dict(zip(("atol", "rtol"), TOL[torch.float32])))
+    assert [m.detail["mask"] for m in matches(recs)] == ["causal (constant mask dropped, is_causal=True)"] * 2
+    assert len(proofs) == 1
+
+
 def test_sdpa_prefill_is_causal_over_repeat_kv():
     detail, _ = check_sdpa_prefill(sdpa_repeated_causal, *qkv())
     assert detail["mask"] == "causal (is_causal=True)" and detail["gqa"] == "enable_gqa (x2)"
@@ -1077,17 +1103,23 @@ def test_sdpa_prefill_bool_mask_made_additive_for_cudnn(fill, dropped):
     assert detail["gqa"] == "enable_gqa (x2)"
 
 
-def test_sdpa_prefill_falls_back_to_repeated_kv_where_gqa_has_no_fused_kernel(monkeypatch):
-    """Where SDPA would run its math fallback for the GQA form (e.g. fp32 on CUDA), the rewrite keeps the call's
-    repeated K/V and still drops the proven mask."""
+@pytest.fixture
+def no_gqa_kernel(monkeypatch):
+    """SDPA's GQA form traces to its math fallback, as fp32 on CUDA does, or a mask on a GPU without cuDNN's
+    GQA kernel."""
     insert = attention_sdpa._insert_sdpa
 
-    def no_gqa_kernel(graph, attn, masks):
+    def insert_without_gqa(graph, attn, masks):
         if attn.enable_gqa:
             raise attention_sdpa._Miss(attn.output, "SDPA has no fused kernel (test)")
         return insert(graph, attn, masks)
 
-    monkeypatch.setattr(attention_sdpa, "_insert_sdpa", no_gqa_kernel)
+    monkeypatch.setattr(attention_sdpa, "_insert_sdpa", insert_without_gqa)
+
+
+def test_sdpa_prefill_falls_back_to_repeated_kv_where_gqa_has_no_fused_kernel(no_gqa_kernel):
+    """Where SDPA would run its math fallback for the GQA form (e.g. fp32 on CUDA), the rewrite keeps the call's
+    repeated K/V and still drops the proven mask."""
     fn = sdpa_built_mask("bool")
     with torch.no_grad():
         ref = fn(*qkv())
@@ -1097,6 +1129,31 @@ def test_sdpa_prefill_falls_back_to_repeated_kv_where_gqa_has_no_fused_kernel(mo
     assert m.detail["mask"].startswith("causal") and m.detail["gqa"] == "repeated K/V"
     stage = joint_stage(recs)
     assert stage.ops_after["aten.clone"] == 2 and "aten.where" not in stage.ops_after
+
+
+def test_sdpa_prefill_input_mask_without_a_gqa_kernel_keeps_the_call_and_says_why(no_gqa_kernel):
+    """An SDPA call over repeat_kv with an input mask gains only the GQA form: where no fused kernel takes GQA with
+    a mask, the call stays as it was and the report says why."""
+
+    def attention(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, repeat_kv(k, 2), repeat_kv(v, 2), attn_mask=mask)
+
+    args = (*qkv(), padding_mask())
+    with torch.no_grad():
+        out, recs = compile_with_records(attention, *args, patterns=PATTERN)
+        torch.testing.assert_close(out, attention(*args))
+    assert matches(recs) == []
+    (reason,) = near_misses(recs)
+    assert "mask not proven constant" in reason and "no fused SDPA kernel here takes GQA with a mask" in reason
+    assert joint_stage(recs).ops_after["aten.clone"] == 2
+
+
+def test_eager_attention_falls_back_to_repeated_kv_where_gqa_has_no_fused_kernel(no_gqa_kernel):
+    """Eager attention with a padding mask still becomes SDPA where the GQA form has no fused kernel: over the
+    repeated K/V it already had."""
+    q, k, v = qkv()
+    (m,) = matches(check(llama_attention, q, k, v, padding_mask(k_len=S + 3)))
+    assert m.detail["gqa"] == "repeated K/V" and m.detail["mask"] == "add"
 
 
 def test_sdpa_prefill_nothing_to_gain_is_silent():
@@ -1123,8 +1180,9 @@ def test_sdpa_prefill_not_fired_under_autograd():
 
 
 def test_cuda_sdpa_prefill_input_mask_keeps_repeat_kv_and_says_why():
-    """On CUDA SDPA's GQA kernel takes no mask: with a mask from an input (attention_mask) the copies stay, and the
-    report says so."""
+    """Where no fused SDPA kernel takes GQA with a mask (CUDA's flash does not; cuDNN on the H200 does; the CPU
+    build's fake CUDA has neither): with a mask from an input (attention_mask) the copies stay, and the report says
+    so."""
 
     def attention(q, k, v, mask):  # as the CUDA build dispatches HF's sdpa attention with a padding mask
         k, v = _repeat_kv_unsqueeze(k, 2), _repeat_kv_unsqueeze(v, 2)
