@@ -960,9 +960,10 @@ def _insert_sdpa_or_repeated(graph: fx.Graph, attn: _Attention, masks: dict, gai
         if not (attn.enable_gqa and attn.repeated_kv and not attn.decode):
             raise
         if not gain_without_gqa:
-            raise _Miss(miss.node, f"SDPA over repeat_kv with a mask not proven constant (it reads an input such "
-                                   f"as attention_mask, or its shape is dynamic): K/V copies kept, no fused SDPA "
-                                   f"kernel here takes GQA with a mask ({miss.reason})") from None
+            why = (" with a mask not proven constant (it reads an input such as attention_mask, or its shape is "
+                   "dynamic): K/V copies kept, no fused SDPA kernel here takes GQA with a mask" if attn.mask else
+                   ": K/V copies kept, no fused SDPA kernel here takes the GQA form")
+            raise _Miss(miss.node, f"SDPA over repeat_kv{why} ({miss.reason})") from None
     attn.k, attn.v, n = attn.repeated_kv
     attn.chain = attn.chain[:n]
     attn.enable_gqa = False

@@ -1131,20 +1131,26 @@ def test_sdpa_prefill_falls_back_to_repeated_kv_where_gqa_has_no_fused_kernel(no
     assert stage.ops_after["aten.clone"] == 2 and "aten.where" not in stage.ops_after
 
 
-def test_sdpa_prefill_input_mask_without_a_gqa_kernel_keeps_the_call_and_says_why(no_gqa_kernel):
-    """An SDPA call over repeat_kv with an input mask gains only the GQA form: where no fused kernel takes GQA with
-    a mask, the call stays as it was and the report says why."""
+@pytest.mark.parametrize("mask", [True, False], ids=["input-mask", "is-causal"])
+def test_sdpa_prefill_without_a_gqa_kernel_keeps_the_call_and_says_why(no_gqa_kernel, mask):
+    """An SDPA call over repeat_kv with an input mask, or already causal, gains only the GQA form: where no fused
+    kernel takes it, the call stays as it was and the report says why."""
 
-    def attention(q, k, v, mask):
-        return F.scaled_dot_product_attention(q, repeat_kv(k, 2), repeat_kv(v, 2), attn_mask=mask)
+    def attention(q, k, v, *m):
+        k, v = repeat_kv(k, 2), repeat_kv(v, 2)
+        if m:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=m[0])
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
-    args = (*qkv(), padding_mask())
+    args = (*qkv(), padding_mask()) if mask else qkv()
     with torch.no_grad():
         out, recs = compile_with_records(attention, *args, patterns=PATTERN)
         torch.testing.assert_close(out, attention(*args))
     assert matches(recs) == []
     (reason,) = near_misses(recs)
-    assert "mask not proven constant" in reason and "no fused SDPA kernel here takes GQA with a mask" in reason
+    assert reason.startswith("SDPA over repeat_kv") and "K/V copies kept" in reason
+    assert ("mask not proven constant" in reason and "takes GQA with a mask" in reason if mask else
+            "mask" not in reason and "takes the GQA form" in reason), reason
     assert joint_stage(recs).ops_after["aten.clone"] == 2
 
 
