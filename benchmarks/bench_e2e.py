@@ -394,7 +394,8 @@ def main(argv=None) -> int:
     p.add_argument("--model", default="llama-1b", choices=sorted(CONFIGS))
     p.add_argument("--attn", nargs="+", default=["eager", "sdpa"])
     p.add_argument("--workloads", nargs="+", default=["prefill-512", "prefill-2048", "decode-1024"])
-    p.add_argument("--batches", nargs="+", type=int, default=[1, 8], help="prompt batch sizes (prefill and padded workloads)")
+    p.add_argument("--batches", nargs="+", type=int, default=[1, 8],
+                   help="prompt batch sizes (prefill and padded workloads)")
     p.add_argument("--variants", nargs="+", default=["eager", "stock", "fusion_passes", "stock+cudagraphs",
                                                       "fusion_passes+cudagraphs"])
     p.add_argument("--iters", type=int, default=50)
