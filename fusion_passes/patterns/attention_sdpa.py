@@ -957,7 +957,7 @@ def _insert_sdpa_or_repeated(graph: fx.Graph, attn: _Attention, masks: dict, gai
     try:
         return _insert_sdpa(graph, attn, masks)
     except _Miss as miss:
-        if not (attn.enable_gqa and attn.repeated_kv and not attn.decode):
+        if not attn.repeated_kv or attn.decode:  # repeated_kv: GQA was chosen over repeat_kv's copies
             raise
         if not gain_without_gqa:
             why = (" with a mask not proven constant (it reads an input such as attention_mask, or its shape is "

@@ -1061,7 +1061,8 @@ def test_sdpa_prefill_mask_shared_by_layers_is_proven_once(monkeypatch):
     with torch.no_grad():
         ref = two_layers(*args)
         out, recs = compile_with_records(two_layers, *args, patterns=PATTERN)
-    torch.testing.assert_close(out, ref, **dict(zip(("atol", "rtol"), TOL[torch.float32])))
+    atol, rtol = TOL[torch.float32]
+    torch.testing.assert_close(out, ref, atol=atol, rtol=rtol)
     assert [m.detail["mask"] for m in matches(recs)] == ["causal (constant mask dropped, is_causal=True)"] * 2
     assert len(proofs) == 1
 
@@ -1209,10 +1210,7 @@ def test_gpu_sdpa_prefill_drops_the_causal_mask_and_repeat_kv(dtype):
     (bf16); fp32, where SDPA may have no GQA kernel, keeps the repeated K/V if it must and still drops the mask."""
     q, k, v = (t.to("cuda") for t in qkv(2, q_len=64, k_len=64, dtype=dtype))
     fn = sdpa_built_mask("bool")
-    torch._dynamo.reset()
-    compiled = torch.compile(fn, backend=fusion_passes.backend(patterns=PATTERN))
-    with torch.no_grad(), fusion_passes.capture() as recs:
-        out = compiled(q, k, v)
+    out, recs = compile_with_records(fn, q, k, v, patterns=PATTERN)
     atol, rtol = TOL[dtype]
     torch.testing.assert_close(out, fn(q, k, v), atol=atol, rtol=rtol)
     (m,) = matches(recs)
@@ -1232,11 +1230,9 @@ def test_gpu_sdpa_prefill_input_mask_takes_gqa_where_cudnn_does():
 
     q, k, v = (t.to("cuda") for t in qkv(2, q_len=64, k_len=64, dtype=torch.bfloat16))
     keep = (torch.arange(64, device="cuda") < torch.tensor([64, 40], device="cuda")[:, None])[:, None, None, :]
-    torch._dynamo.reset()
-    compiled = torch.compile(attention, backend=fusion_passes.backend(patterns=PATTERN))
-    with torch.no_grad(), fusion_passes.capture() as recs:
-        out = compiled(q, k, v, keep)
-    torch.testing.assert_close(out, attention(q, k, v, keep), atol=2e-2, rtol=2e-2)
+    out, recs = compile_with_records(attention, q, k, v, keep, patterns=PATTERN)
+    atol, rtol = TOL[torch.bfloat16]
+    torch.testing.assert_close(out, attention(q, k, v, keep), atol=atol, rtol=rtol)
     if torch.cuda.get_device_capability() >= (9, 0):
         (m,) = matches(recs)
         assert m.detail["gqa"] == "enable_gqa (x2)" and m.detail["mask"] == "keep", m.detail
