@@ -29,6 +29,8 @@
 #   bash benchmarks/run_gpu.sh padded    # (session 24) SDPA with GQA + a kept mask (cuDNN): its GPU tests, then 1B
 #                                        # prompts of unequal length (attention_mask) x 8, paired: stock vs ours vs
 #                                        # ours without the attention pass
+#   bash benchmarks/run_gpu.sh ncu [model]  # Nsight Compute counters (DRAM throughput, occupancy, stall reasons) of the
+#                                           decode GEMVs and of a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -368,8 +370,23 @@ case "${1:-}" in
       --variants fusion_passes+graphstep fusion_passes+l2pf+graphstep fusion_passes+cudagraphs \
       fusion_passes+l2pf+cudagraphs --budget-s 360 --out "$OUT/e2e_decode_l2pf_${2:-llama-1b}.json" 2>&1 \
       | grep -v Warning | tail -6 ;;
+  ncu)  # (session 25) Nsight Compute: the decode GEMVs vs a read of the same weights, per linear, llama-1b and -8b
+    ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
+    stalls=$(for r in long_scoreboard short_scoreboard barrier wait mio_throttle math_pipe_throttle not_selected lg_throttle; do
+      printf 'smsp__average_warps_issue_stalled_%s_per_issue_active.ratio,' $r; done)
+    stalls=${stalls%,}
+    for model in ${2:-llama-1b llama-8b}; do
+      rep="$OUT/ncu_gemv_$model"
+      timeout 240 "$ncu_bin" --clock-control none --profile-from-start off --nvtx \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
+        --section WarpStateStats --section SchedulerStats -f -o "$rep" --metrics "$stalls" \
+        python3 benchmarks/ncu_gemv.py --model "$model" --layers 4 2>&1 | grep -v -i warn | tail -6
+      "$ncu_bin" --import "$rep.ncu-rep" --csv --page details > "$rep.csv"
+      "$ncu_bin" --import "$rep.ncu-rep" --csv --page raw > "${rep}_raw.csv"
+      python3 benchmarks/ncu_gemv.py --model "$model" --layers 4 --summarize "$rep.csv" --raw "${rep}_raw.csv"
+    done ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|decode8b|prefill|prefill_cg|prefill8b|prefill_b8|profile|gemv|chain|overhead|kernels|decode_rope|decode_nocg|prefill8b_rest|decode_nocg8b|prefill8b_cg|decode8b_eager|inline_tests|inline|kv_tests|kv|kv_bench|profile_kv|code|combo|configs|table|final|graphs|generate|design|diag_generate|kernel_tests|normlate|persist|prefill_host|host_ops|sdpa_backend|qwen2|arch|validate1|validate2|validate3|validate4|validate5|l2pf" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|overhead" >&2
      exit 2 ;;
 esac

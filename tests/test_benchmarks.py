@@ -483,3 +483,48 @@ def test_e2e_paired_rounds_tiny_cpu(tmp_path):
     # the paths our packed GEMM took while timed: stock runs none; ours only the steady one-GEMM path
     assert recs[0]["packed_linear_paths"] == {} and recs[2]["packed_linear_paths"] == {}
     assert set(recs[1]["packed_linear_paths"]) == {"packed"} and recs[1]["packed_linear_paths"]["packed"] >= 4 * 4
+
+
+def _ncu_csv(path, header, rows):
+    """ncu's CSV as `ncu --import ... --csv` prints it: every field quoted, after the profiled program's output."""
+    lines = ["[ncu_gemv] llama-1b ours: 17 launches profiled", ",".join(f'"{h}"' for h in header)]
+    lines += [",".join(f'"{v}"' for v in row) for row in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_ncu_gemv_probe_tiny_cpu_and_its_summary_per_linear(tmp_path, capsys):
+    import ncu_gemv
+
+    assert ncu_gemv.main(["--tiny", "--device", "cpu", "--layers", "2"]) == 0
+    assert capsys.readouterr().out.count("9 launches profiled") == 2  # (4 linears x 2 layers + lm_head) per variant
+    # a details page for 2 layers: 9 GEMV launches, then 9 read launches; durations differ by linear and layer
+    labels = ncu_gemv.kernel_labels(2)
+    header = ["ID", "Process ID", "Kernel Name", "Section Name", "Metric Name", "Metric Unit", "Metric Value"]
+    rows, raw_rows = [], []
+    for i, label in enumerate(labels * 2):
+        name = "_read_kernel" if i >= len(labels) else "_decode_gemv_kernel"
+        us = 10.0 * (1 + ncu_gemv.LINEARS.index(label) if label in ncu_gemv.LINEARS else 50) + (i % 4) * 0.1
+        rows.append([i, 1, name, "GPU Speed Of Light Throughput", "Duration", "us", f"{us:.2f}"])
+        rows.append([i, 1, name, "Launch Statistics", "Grid Size", "", "1,584"])
+        raw_rows.append([i, name, f"{2.0 + i:.1f}", "0.5", "9.0"])
+    details = _ncu_csv(tmp_path / "d.csv", header, rows)
+    stall = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+    raw_header = ["ID", "Kernel Name", stall.format("long_scoreboard"), stall.format("barrier"),
+                  "smsp__average_warps_issue_stalled_not_issued_per_issue_active.ratio"]
+    raw = _ncu_csv(tmp_path / "r.csv", raw_header, [["", "", "ratio", "ratio", "ratio"], *raw_rows])
+    summary = ncu_gemv.summarize(ncu_gemv.read_details(details), 2, ncu_gemv.read_stalls(raw))
+    by = {(r["variant"], r["linear"]): r for r in summary}
+    assert len(by) == 10
+    # the median over the two layers of one linear: layer 0's o is launch 1 (10.1 + 10), layer 1's launch 5
+    assert by[("ours", "o")]["Duration [us]"] == pytest.approx((20.1 + 20.1) / 2)
+    assert by[("read", "lm_head")]["Duration [us]"] == pytest.approx(500.1)  # launch 17
+    assert by[("ours", "down")]["Grid Size"] == 1584  # thousands separators read
+    # the first layer's stalls, largest first, ncu's "not_issued" total left out
+    assert by[("ours", "qkv")]["stalls (cycles / issue)"] == "long_scoreboard 2.0, barrier 0.5"
+    assert by[("read", "qkv")]["stalls (cycles / issue)"].startswith("long_scoreboard 11.0")
+    assert ncu_gemv.main(["--summarize", details, "--raw", raw, "--layers", "2"]) == 0
+    assert "long_scoreboard" in capsys.readouterr().out
+    # a report with a launch missing is refused for that variant, not mislabelled
+    short = _ncu_csv(tmp_path / "s.csv", header, rows[2:])
+    assert [r["variant"] for r in ncu_gemv.summarize(ncu_gemv.read_details(short), 2)] == ["read"] * 5
