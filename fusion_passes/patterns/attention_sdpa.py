@@ -50,6 +50,14 @@ softmax -> casts -> bmm with V) and backward from the two bmm operands through t
 the match is structural (no shape ints baked in; dynamic shapes work). The replacement is traced with
 Inductor's ``fwd_only``, so the graph gets the backend op SDPA picks for this device and these shapes.
 
+A softmax over another dim than the keys' (not attention as SDPA computes it) is left as it is, but moved onto
+transposed scores, so that Inductor's own SDPA rewrite, which runs after this pass and ignores the softmax dim
+(pytorch/pytorch#196468: a silent wrong result), cannot match it either:
+
+    p = softmax(scores, dim=-2)                               # amax/sub/exp/sum/div over dim -2
+    # shielded: the same values, the reduction on the last dim of a transposed view
+    p = softmax(scores.transpose(-2, -1), dim=-1).transpose(-2, -1)
+
 When it does not fire (each recorded as a near miss): softmax over another dim; scores or weights with another
 user (``output_attentions=True``, or autograd reading them for the backward pass); any op between scores and
 softmax other than scale / additive mask / where-mask / upcast / a reshape there and straight back (what
@@ -135,9 +143,10 @@ _SOFTMAX_OPS = (aten.amax, aten._softmax, aten.softmax)
 class _Miss(Exception):
     """This bmm is not a rewritable attention. ``report``: it looked like attention, so tell the user why."""
 
-    def __init__(self, node: fx.Node, reason: str, report: bool = True):
+    def __init__(self, node: fx.Node, reason: str, report: bool = True, shield: _Softmax | None = None):
         super().__init__(reason)
         self.node, self.reason, self.report = node, reason, report
+        self.shield = shield  # a softmax to move onto transposed scores (see _shield_softmax)
 
 
 @dataclass
@@ -262,6 +271,31 @@ def _softmax_at(x: fx.Node) -> _Softmax | None:
     return _Softmax(x, div, dims[0], [amax, sub, exp, total, div])
 
 
+def _shield_softmax(graph: fx.Graph, softmax: _Softmax) -> None:
+    """Recompute ``softmax`` (over a dim d other than the last of its n-d input) on the input with d and the last
+    dim swapped, and swap them back after: the same values, op for op (the same softmax op, or the same
+    amax/sub/exp/sum/div decomposition), but no longer the chain Inductor's SDPA patterns look for."""
+    ndim = len(shape_of(softmax.input))
+    perm = list(range(ndim))
+    perm[softmax.dim % ndim], perm[-1] = perm[-1], perm[softmax.dim % ndim]
+    single = softmax.nodes[0] if len(softmax.nodes) == 1 else None
+
+    def last_dim_softmax(x: torch.Tensor) -> torch.Tensor:
+        xt = x.permute(perm)
+        if single is not None:  # _softmax(x, dim, half_to_float) / softmax(x, dim, dtype)
+            out = single.target(xt, -1, *single.args[2:], **single.kwargs)
+        else:
+            e = torch.exp(xt - torch.amax(xt, [-1], keepdim=True))
+            out = e / torch.sum(e, [-1], keepdim=True)
+        return out.permute(perm)
+
+    with graph.inserting_before(softmax.output):
+        [out], inserted = graph_utils.insert_traced(graph, last_dim_softmax, [softmax.input], written=())
+    softmax.output.replace_all_uses_with(out)
+    erase_dead(graph, softmax.nodes)
+    copy_stack_trace(softmax.nodes, inserted)
+
+
 def _ops_ahead(node: fx.Node, packets, depth: int = 6) -> list[fx.Node]:
     """The calls of ``packets`` within ``depth`` ops downstream of ``node``."""
     found, frontier = [], [node]
@@ -364,10 +398,12 @@ def _match(bmm1: fx.Node, grad_enabled: bool) -> _Attention:
     attn = _Attention(q=q, k=q, v=q, output=bmm1, chain=chain)
     softmax = _walk_scores(node, attn, grad_enabled)
     attn.softmax = softmax.output
-    bmm2 = _walk_weights(softmax.output, attn, grad_enabled)
     scores_ndim = len(shape_of(softmax.input))
-    if softmax.dim % scores_ndim != scores_ndim - 1:
-        raise _Miss(softmax.output, f"softmax over dim {softmax.dim}, not the last dim: SDPA normalises over the keys")
+    if softmax.dim % scores_ndim != scores_ndim - 1 and _ops_ahead(softmax.output, (aten.bmm,), depth=10):
+        # before the weights are walked: whatever follows, Inductor's SDPA patterns must not see this softmax
+        raise _Miss(softmax.output, f"softmax over dim {softmax.dim}, not the last dim: SDPA normalises over the "
+                                    "keys", shield=softmax)
+    bmm2 = _walk_weights(softmax.output, attn, grad_enabled)
     _match_operands(bmm1, bmm2, batch, attn, prep)
     _check(attn)
     attn.chain.extend(prep)  # erased once dead; kept where something else still uses them
@@ -1009,6 +1045,10 @@ def apply(graph: fx.Graph, ctx) -> None:
             _decide_mask_and_gqa(attn, proofs)
             _check_softcap(attn)
         except _Miss as miss:
+            if miss.shield is not None:
+                _shield_softmax(graph, miss.shield)
+                miss.reason += ("; moved onto transposed scores, so that Inductor's own SDPA rewrite, which ignores "
+                                "the softmax dim (pytorch/pytorch#196468), cannot match it either")
             if miss.report:
                 ctx.near_miss(miss.node, miss.reason)
             continue

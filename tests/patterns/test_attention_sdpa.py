@@ -394,14 +394,45 @@ def test_zoo_llama_decode_with_static_cache():
 # --------------------------------------------------------------------------------------------- must not fire
 
 
-def test_not_fired_softmax_over_non_last_dim():
-    def attention(q, k, v):
-        return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * 0.25, dim=-2), v)
+@pytest.mark.parametrize("dim,form", [(-2, "div"), (-2, "mask+dropout"), (1, "div"), (2, "fp32-softmax")])
+def test_not_fired_softmax_over_non_last_dim_and_shielded_from_inductors_sdpa_rewrite(dim, form):
+    """Not attention as SDPA computes it, so ours leaves it; Inductor's own SDPA patterns, which run after ours,
+    ignore the softmax dim (pytorch/pytorch#196468: on torch 2.13 stock Inductor returns a different result for
+    these). Ours moves the softmax onto transposed scores, so they cannot match it and the result is eager's."""
+    dtype = torch.bfloat16 if form == "fp32-softmax" else torch.float32
+    mask = torch.randn(B, 1, S, S, generator=torch.Generator().manual_seed(1)).to(dtype)
 
-    # Stock Inductor's own SDPA patterns (which run after ours) rewrite this one wrongly on torch 2.13
-    # (pytorch/pytorch#196468); they are switched off here so the parity check tests only what we did.
-    check_not_fired(attention, *qkv(heads_kv=H), reason="softmax over dim -2, not the last dim",
-                    options={"pattern_matcher": False})
+    def attention(q, k, v):
+        s = torch.matmul(q, k.transpose(-1, -2))
+        if form == "fp32-softmax":
+            return torch.matmul(F.softmax(s * 0.25, dim=dim, dtype=torch.float32).to(q.dtype), v)
+        s = s / 4.0
+        if form == "mask+dropout":
+            s = s + mask
+        w = torch.softmax(s, dim=dim)
+        if form == "mask+dropout":
+            w = F.dropout(w, p=0.2, training=False)
+        return torch.matmul(w, v)
+
+    args = qkv(heads_kv=H, dtype=dtype)
+    tol = 2e-2 if dtype == torch.bfloat16 else None
+    out, recs = check_not_fired(attention, *args, reason=f"softmax over dim {dim}, not the last dim", tol=tol)
+    assert any("pytorch/pytorch#196468" in r for r in near_misses(recs)), near_misses(recs)
+    stage = joint_stage(recs)
+    assert stage.ops_after["aten.permute"] == stage.ops_before.get("aten.permute", 0) + 2  # there and back
+    assert stage.ops_after["aten.amax"] == stage.ops_before["aten.amax"] == 1  # the same softmax, transposed
+
+
+def test_softmax_over_non_last_dim_without_attention_after_it_is_left_alone():
+    def not_attention(q, k, v):
+        return torch.softmax(torch.matmul(q, k.transpose(-1, -2)) / 4.0, dim=-2) + v.sum()
+
+    ref = not_attention(*qkv(heads_kv=H))
+    out, recs = compile_with_records(not_attention, *qkv(heads_kv=H), patterns=PATTERN)
+    assert matches(recs) == [] and near_misses(recs) == []
+    stage = joint_stage(recs)
+    assert stage.ops_after == stage.ops_before  # no permutes added: no bmm with V for Inductor to match
+    torch.testing.assert_close(out, ref)
 
 
 def test_not_fired_weights_have_another_user():
@@ -501,6 +532,76 @@ def test_non_attention_bmm_is_silent():
     out, recs = compile_with_records(not_attention, x, y, patterns=PATTERN)
     assert matches(recs) == [] and near_misses(recs) == []
     torch.testing.assert_close(out, ref)
+
+
+# --------------------------------------------------------------------------------------------- differential fuzz
+
+
+def random_attention(seed: int):
+    """A seeded random attention-shaped function and its inputs: the scale before or after the scores, six mask
+    forms (some before the scale), the softmax over the keys or another dim, in fp32 or not, matmul or einsum,
+    GQA by expand, the weights returned or clamped. Many are not SDPA; every one must still give eager's result."""
+    import random
+
+    rng = random.Random(seed)
+    choices = dict(b=[1, 2], h=[2, 4], s=[1, 5, 8], d=[8, 16], rep=[1, 2], extra_k=[0, 3],
+                   scale=["q", "k", "mul", "div", "none", "odd"],
+                   mask=["none", "add", "add_perhead", "add_first", "fill", "fill_inv", "tril"],
+                   softmax=["-1", "-1", "fp32", "-2", "1"], mm=["matmul", "einsum"],
+                   extra=["none", "none", "weights", "clamp"])
+    c = {name: rng.choice(options) for name, options in choices.items()}  # in this order: the seeds' outcomes
+    b, h, s, d, rep, extra_k, scale, mask, softmax, mm, extra = c.values()
+    sk, hkv = s + extra_k, h // rep
+
+    def fn(q, k, v, m):
+        if rep > 1:
+            k, v = (t[:, :, None].expand(b, hkv, rep, sk, d).reshape(b, h, sk, d) for t in (k, v))
+        q, k = (q * d**-0.5, k) if scale == "q" else (q, k * d**-0.5) if scale == "k" else (q, k)
+        w = torch.matmul(q, k.transpose(-1, -2)) if mm == "matmul" else torch.einsum("bhsd,bhld->bhsl", q, k)
+        w = w + m if mask == "add_first" else w
+        w = w * d**-0.5 if scale == "mul" else w / math.sqrt(d) if scale == "div" else w * 0.37 if scale == "odd" else w
+        if mask in ("add", "add_perhead"):
+            w = w + m
+        elif mask in ("fill", "fill_inv"):
+            fill = float("-inf") if mask == "fill" else torch.finfo(w.dtype).min
+            w = w.masked_fill(m if mask == "fill" else ~m, fill)
+        elif mask == "tril":
+            w = w.masked_fill(~torch.ones(s, sk, dtype=torch.bool).tril(sk - s), float("-inf"))
+        w = w.clamp(min=-50.0) if extra == "clamp" else w
+        if softmax == "fp32":
+            p = F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+        else:
+            p = torch.softmax(w, dim=int(softmax))
+        o = torch.matmul(p, v) if mm == "matmul" else torch.einsum("bhsl,bhld->bhsd", p, v)
+        return (o, p) if extra == "weights" else o
+
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(b, h, s, d, generator=g)
+    k, v = torch.randn(b, hkv, sk, d, generator=g), torch.randn(b, hkv, sk, d, generator=g)
+    if mask in ("fill", "fill_inv"):
+        m = torch.rand(b, 1, s, sk, generator=g) > (0.7 if mask == "fill" else 0.3)
+        m[..., 0] = mask == "fill_inv"  # every row keeps a key
+    else:
+        m = torch.randn(b, h if mask == "add_perhead" else 1, s, sk, generator=g).clamp(max=0) * 3
+    return fn, (q, k, v, m)
+
+
+# what each seed's variant gets: fired (SDPA), shielded (softmax over another dim), left (not attention as
+# matched here: einsum's graph, weights returned, a clamp between the scores and the softmax, scaled after the mask)
+FUZZ_OUTCOMES = {0: "left", 1: "shielded", 2: "fired", 3: "shielded", 4: "left", 5: "left", 6: "left", 7: "fired",
+                 8: "left", 9: "shielded", 10: "fired", 11: "left"}
+
+
+@pytest.mark.parametrize("seed", sorted(FUZZ_OUTCOMES))
+def test_random_attention_variants_give_eagers_result(seed):
+    """Ours compiled against eager on random variants, fired or not. A fuzz of 450 of them (session 25) found one
+    wrong result: stock Inductor's softmax-dim rewrite, now shielded (see the test above)."""
+    fn, args = random_attention(seed)
+    out, recs = compile_with_records(fn, *args, patterns=PATTERN)
+    torch.testing.assert_close(out, fn(*args), atol=1e-4, rtol=1e-4)
+    assert all(r.errors == [] for r in recs)
+    shielded = any("#196468" in r for r in near_misses(recs))
+    assert ("fired" if matches(recs) else "shielded" if shielded else "left") == FUZZ_OUTCOMES[seed]
 
 
 # --------------------------------------------------------------------------------------------- transformers
