@@ -43,9 +43,10 @@ def op_name(node: fx.Node) -> str:
     return getattr(target, "__name__", str(target))
 
 
-def is_op(node: fx.Node, *packets) -> bool:
-    """True when ``node`` calls one of the given ATen overload packets (any overload)."""
-    if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+def is_op(node: fx.Node | None, *packets) -> bool:
+    """True when ``node`` calls one of the given ATen overload packets (any overload); False for None (what
+    ``sole_user`` gives for a node with several users) and for anything that is not a node."""
+    if not isinstance(node, fx.Node) or node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
         return False
     return any(node.target.overloadpacket is p for p in packets)
 

@@ -139,6 +139,24 @@ def test_layer_norm(dtype, bias, residual):
     assert "aten.rsqrt" not in stage.ops_after
 
 
+@pytest.mark.parametrize("norm", ["layer_no_bias", "rms"])
+def test_norm_output_with_several_users(norm):
+    """The normalised output read twice (returned, and by the next op): the matcher looks one op past the weight
+    for a bias and finds no single user there. It used to raise on that (a differential fuzz found it in session
+    25); the fusion must fire and keep every user's value."""
+    x, r, w = _inputs((2, 5, 32), torch.float32)
+
+    def f(x, r):
+        h = x + r
+        n = F.layer_norm(h, (32,), w, None, 1e-5) if norm == "layer_no_bias" else rms_llama(h, w)
+        return n, n @ w.expand(32, 32)  # a GEMM reads it (a pointwise op would be left to Inductor)
+
+    out, recs = _compile(f, x, r)
+    _assert_close(out, f(x, r), torch.float32)
+    [m] = _matches(recs)
+    assert m.detail["weight"] and not m.detail.get("bias")
+
+
 def _apply(gm):
     rec = apply_family(residual_norm, gm.graph)
     gm.recompile()
