@@ -46,7 +46,9 @@ def op_name(node: fx.Node) -> str:
 def is_op(node: fx.Node | None, *packets) -> bool:
     """True when ``node`` calls one of the given ATen overload packets (any overload); False for None (what
     ``sole_user`` gives for a node with several users) and for anything that is not a node."""
-    if not isinstance(node, fx.Node) or node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+    if not isinstance(node, fx.Node) or node.op != "call_function":
+        return False
+    if not isinstance(node.target, torch._ops.OpOverload):
         return False
     return any(node.target.overloadpacket is p for p in packets)
 

@@ -399,11 +399,14 @@ def _match(bmm1: fx.Node, grad_enabled: bool) -> _Attention:
     softmax = _walk_scores(node, attn, grad_enabled)
     attn.softmax = softmax.output
     scores_ndim = len(shape_of(softmax.input))
-    if softmax.dim % scores_ndim != scores_ndim - 1 and _ops_ahead(softmax.output, (aten.bmm,), depth=10):
-        # before the weights are walked: whatever follows, Inductor's SDPA patterns must not see this softmax
-        raise _Miss(softmax.output, f"softmax over dim {softmax.dim}, not the last dim: SDPA normalises over the "
-                                    "keys", shield=softmax)
+    other_dim = softmax.dim % scores_ndim != scores_ndim - 1
+    dim_miss = _Miss(softmax.output, f"softmax over dim {softmax.dim}, not the last dim: SDPA normalises over the keys",
+                     shield=softmax)
+    if other_dim and _ops_ahead(softmax.output, (aten.bmm,), depth=10):
+        raise dim_miss  # before the weights are walked: whatever follows, Inductor's SDPA patterns must not see it
     bmm2 = _walk_weights(softmax.output, attn, grad_enabled)
+    if other_dim:
+        raise dim_miss  # the bmm with V further away than the look-ahead
     _match_operands(bmm1, bmm2, batch, attn, prep)
     _check(attn)
     attn.chain.extend(prep)  # erased once dead; kept where something else still uses them

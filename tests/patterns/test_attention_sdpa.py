@@ -423,6 +423,23 @@ def test_not_fired_softmax_over_non_last_dim_and_shielded_from_inductors_sdpa_re
     assert stage.ops_after["aten.amax"] == stage.ops_before["aten.amax"] == 1  # the same softmax, transposed
 
 
+def test_softmax_over_non_last_dim_is_shielded_with_autograd_on_too():
+    """Training: Inductor's SDPA patterns for the joint graph ignore the dim as well (stock torch 2.13 got the
+    output and every gradient wrong here); shielded, ours gives eager's output and gradients."""
+
+    def attention(q, k, v):
+        return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-1, -2)) / 4.0, dim=-2), v)
+
+    q, k, v = (t.requires_grad_() for t in qkv(heads_kv=H))
+    ref = attention(q, k, v)
+    expected = torch.autograd.grad(ref.sum(), (q, k, v))
+    out, recs = compile_with_records(attention, q, k, v, patterns=PATTERN, grad=True)
+    assert any("#196468" in r for r in near_misses(recs)), near_misses(recs)
+    torch.testing.assert_close(out, ref)
+    for got, exp in zip(torch.autograd.grad(out.sum(), (q, k, v)), expected):
+        torch.testing.assert_close(got, exp)
+
+
 def test_softmax_over_non_last_dim_without_attention_after_it_is_left_alone():
     def not_attention(q, k, v):
         return torch.softmax(torch.matmul(q, k.transpose(-1, -2)) / 4.0, dim=-2) + v.sum()
