@@ -58,7 +58,8 @@ transposed scores, so that Inductor's own SDPA rewrite, which runs after this pa
     # shielded: the same values, the reduction on the last dim of a transposed view
     p = softmax(scores.transpose(-2, -1), dim=-1).transpose(-2, -1)
 
-When it does not fire (each recorded as a near miss): softmax over another dim; scores or weights with another
+When it does not fire (each recorded as a near miss): attention written with ``torch.einsum`` (5-d permutes
+around each bmm, not followed); softmax over another dim; scores or weights with another
 user (``output_attentions=True``, or autograd reading them for the backward pass); any op between scores and
 softmax other than scale / additive mask / where-mask / upcast / a reshape there and straight back (what
 functionalisation makes of transformers 4.x T5's ``scores += position_bias``) (tanh softcapping only at decode
@@ -134,6 +135,8 @@ aten = torch.ops.aten
 prims = torch.ops.prims
 
 _FLATTEN = (aten.view, aten._unsafe_view, aten.reshape)
+# torch.einsum's attention reaches the graph as 5-d unsqueeze / permute / view chains around each bmm
+_EINSUM_HINT = " (permutes around the bmm, as torch.einsum writes attention, are not followed: use matmul)"
 _MAX_CHAIN = 16  # ops between the two bmms we are willing to walk
 _MAX_CONST_NODES = 256  # size of a mask subgraph we evaluate at compile time to prove it causal
 _MAX_CONST_NUMEL = 1 << 26
@@ -383,7 +386,11 @@ def _match(bmm1: fx.Node, grad_enabled: bool) -> _Attention:
     """Match the attention starting at the scores ``bmm1``; raises ``_Miss`` when it is not one we can rewrite."""
     chain: list[fx.Node] = [bmm1]
     prep: list[fx.Node] = []
-    q = _unflatten(bmm1.args[0], prep, report=False)
+    try:
+        q = _unflatten(bmm1.args[0], prep, report=False)
+    except _Miss as miss:  # reported only where a softmax and a bmm with V follow: attention the matcher cannot read
+        miss.reason, miss.report = miss.reason + _EINSUM_HINT, _attention_ahead(bmm1)
+        raise
     batch = shape_of(q)[:-2]
 
     # scores [N, Sq, Sk] -> [*batch, Sq, Sk]
@@ -391,7 +398,8 @@ def _match(bmm1: fx.Node, grad_enabled: bool) -> _Attention:
     user = sole_user(node)
     if len(batch) > 1:
         if user is None or not is_op(user, *_FLATTEN) or not same_shape(shape_of(user)[:-2], batch):
-            raise _Miss(bmm1, "the scores bmm is not viewed back to the query's batch dims", report=False)
+            raise _Miss(bmm1, "the scores bmm is not viewed back to the query's batch dims" + _EINSUM_HINT,
+                        report=_attention_ahead(bmm1))
         chain.append(user)
         node = user
 

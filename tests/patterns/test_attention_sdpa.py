@@ -452,6 +452,18 @@ def test_softmax_over_non_last_dim_without_attention_after_it_is_left_alone():
     torch.testing.assert_close(out, ref)
 
 
+def test_not_fired_einsum_attention_says_why():
+    """torch.einsum's attention reaches the graph as 5-d unsqueeze / permute / view chains around each bmm, which
+    the matcher does not follow (the session-25 fuzz found it silent); the near miss says so."""
+
+    def attention(q, k, v):
+        w = torch.einsum("bhsd,bhld->bhsl", q, k) * 0.25
+        return torch.einsum("bhsl,bhld->bhsd", torch.softmax(w, dim=-1), v)
+
+    _, recs = check_not_fired(attention, *qkv(heads_kv=H), reason="as torch.einsum writes attention")
+    assert len(near_misses(recs)) == 1  # the scores bmm only: no softmax follows the bmm with V
+
+
 def test_not_fired_weights_have_another_user():
     def attention(q, k, v):  # output_attentions=True
         w = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * 0.25, dim=-1)
