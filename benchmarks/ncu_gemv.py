@@ -87,18 +87,22 @@ def profile_chains(model: str, layers: int, device: str, dtype: torch.dtype) -> 
         print(f"[ncu_gemv] {model} {variant}: {len(kernel_labels(layers))} launches profiled", flush=True)
 
 
-def read_details(path: str) -> list[dict]:
-    """ncu's ``--csv --page details`` output (other lines of the captured stdout skipped): one dict per profiled
-    kernel, in launch order, with ``name`` and ``metrics`` {(section, metric): (value, unit)}."""
+def _kernel_rows(path: str):
+    """The rows of an ncu ``--csv`` page, one or more per profiled kernel (a units row, and the profiled program's
+    own output before the header, skipped)."""
     with open(path, newline="") as f:
         lines = f.read().splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
     if start is None:
         raise SystemExit(f"{path}: no ncu CSV header (a line starting with \"ID\") found")
+    return (row for row in csv.DictReader(lines[start:]) if row.get("ID", "").strip().isdigit())
+
+
+def read_details(path: str) -> list[dict]:
+    """ncu's ``--csv --page details`` output: one dict per profiled kernel, in launch order, with ``name`` and
+    ``metrics`` {(section, metric): (value, unit)}."""
     kernels: dict[int, dict] = {}
-    for row in csv.DictReader(lines[start:]):
-        if not row.get("ID", "").strip().isdigit():
-            continue
+    for row in _kernel_rows(path):
         k = kernels.setdefault(int(row["ID"]), {"name": row["Kernel Name"], "metrics": {}})
         k["metrics"][(row["Section Name"], row["Metric Name"])] = (row["Metric Value"], row["Metric Unit"])
     return [kernels[i] for i in sorted(kernels)]
@@ -107,15 +111,8 @@ def read_details(path: str) -> list[dict]:
 def read_stalls(path: str, top: int = 4) -> list[dict[str, float]]:
     """ncu's ``--csv --page raw`` output: per profiled kernel in launch order, its ``top`` warp stall reasons,
     {reason: average warp cycles stalled on it per issued instruction} (WarpStateStats' raw metrics)."""
-    with open(path, newline="") as f:
-        lines = f.read().splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
-    if start is None:
-        raise SystemExit(f"{path}: no ncu CSV header (a line starting with \"ID\") found")
     out = []
-    for row in csv.DictReader(lines[start:]):
-        if not row.get("ID", "").strip().isdigit():
-            continue  # the units row
+    for row in _kernel_rows(path):
         stalls = {}
         for name, value in row.items():
             # smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio (ncu's Warp State section)

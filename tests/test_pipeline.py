@@ -1,8 +1,12 @@
 """All families together on the zoo models: parity with eager, every family fires, the GEMM count per Llama
 layer drops, dynamic shapes and a decode step over the static KV cache work."""
 
+import random
+
 import pytest
 import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
 import fusion_passes
 from fusion_passes import zoo
@@ -117,11 +121,6 @@ def random_block(seed: int):
     """A seeded random norm -> linears block (what qkv_packing and residual_norm see, and their neighbours): a
     residual add or not, RMSNorm / Gemma's / LayerNorm with or without bias / none, 2-3 linears of one input with
     mixed widths and biases, SiLU-mul or not, the normalised input read again or returned, autograd on or off."""
-    import random
-
-    import torch.nn as nn
-    import torch.nn.functional as F
-
     rng = random.Random(seed)
     n_lin, h = rng.choice([2, 3]), 32
     widths = [rng.choice([8, 24, 32]) for _ in range(n_lin)]

@@ -279,8 +279,8 @@ def _shield_softmax(graph: fx.Graph, softmax: _Softmax) -> None:
     dim swapped, and swap them back after: the same values, op for op (the same softmax op, or the same
     amax/sub/exp/sum/div decomposition), but no longer the chain Inductor's SDPA patterns look for."""
     ndim = len(shape_of(softmax.input))
-    perm = list(range(ndim))
-    perm[softmax.dim % ndim], perm[-1] = perm[-1], perm[softmax.dim % ndim]
+    dim, perm = softmax.dim % ndim, list(range(ndim))
+    perm[dim], perm[-1] = perm[-1], perm[dim]
     single = softmax.nodes[0] if len(softmax.nodes) == 1 else None
 
     def last_dim_softmax(x: torch.Tensor) -> torch.Tensor:
@@ -407,14 +407,15 @@ def _match(bmm1: fx.Node, grad_enabled: bool) -> _Attention:
     softmax = _walk_scores(node, attn, grad_enabled)
     attn.softmax = softmax.output
     scores_ndim = len(shape_of(softmax.input))
-    other_dim = softmax.dim % scores_ndim != scores_ndim - 1
-    dim_miss = _Miss(softmax.output, f"softmax over dim {softmax.dim}, not the last dim: SDPA normalises over the keys",
-                     shield=softmax)
-    if other_dim and _ops_ahead(softmax.output, (aten.bmm,), depth=10):
-        raise dim_miss  # before the weights are walked: whatever follows, Inductor's SDPA patterns must not see it
+    if softmax.dim % scores_ndim != scores_ndim - 1:
+        if not _ops_ahead(softmax.output, (aten.bmm,), depth=10):
+            _walk_weights(softmax.output, attn, grad_enabled)  # its own miss, unless a bmm with V is further on
+        # whatever follows the softmax, Inductor's SDPA patterns must not see it: apply() shields it
+        raise _Miss(softmax.output, f"softmax over dim {softmax.dim}, not the last dim: SDPA normalises over the "
+                                    "keys; moved onto transposed scores, so that Inductor's own SDPA rewrite, which "
+                                    "ignores the softmax dim (pytorch/pytorch#196468), cannot match it either",
+                    shield=softmax)
     bmm2 = _walk_weights(softmax.output, attn, grad_enabled)
-    if other_dim:
-        raise dim_miss  # the bmm with V further away than the look-ahead
     _match_operands(bmm1, bmm2, batch, attn, prep)
     _check(attn)
     attn.chain.extend(prep)  # erased once dead; kept where something else still uses them
@@ -1058,8 +1059,6 @@ def apply(graph: fx.Graph, ctx) -> None:
         except _Miss as miss:
             if miss.shield is not None:
                 _shield_softmax(graph, miss.shield)
-                miss.reason += ("; moved onto transposed scores, so that Inductor's own SDPA rewrite, which ignores "
-                                "the softmax dim (pytorch/pytorch#196468), cannot match it either")
             if miss.report:
                 ctx.near_miss(miss.node, miss.reason)
             continue

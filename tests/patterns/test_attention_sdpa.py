@@ -8,6 +8,7 @@ Shapes are tiny (q [B, 4, 8, 16], GQA with 2 KV heads) so the file stays fast on
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 import torch
@@ -570,8 +571,6 @@ def random_attention(seed: int):
     """A seeded random attention-shaped function and its inputs: the scale before or after the scores, six mask
     forms (some before the scale), the softmax over the keys or another dim, in fp32 or not, matmul or einsum,
     GQA by expand, the weights returned or clamped. Many are not SDPA; every one must still give eager's result."""
-    import random
-
     rng = random.Random(seed)
     choices = dict(b=[1, 2], h=[2, 4], s=[1, 5, 8], d=[8, 16], rep=[1, 2], extra_k=[0, 3],
                    scale=["q", "k", "mul", "div", "none", "odd"],
@@ -1337,8 +1336,6 @@ def random_masked_sdpa(seed: int):
     """A seeded SDPA call over repeat_kv with a mask built in the graph (what the constant-mask proof decides on):
     causal by tril or arange (with past keys, off by one either way), a window, open, upper, a flipped causal mask, a
     padding input (alone or with causal); bool, additive (finfo.min or -inf) or where-built; broadcast or expanded."""
-    import random
-
     rng = random.Random(seed)
     b, h, s, past, rep = rng.choice([1, 2]), rng.choice([2, 4]), rng.choice([1, 4, 7]), rng.choice([0, 3]), 2
     kind = rng.choice(["tril", "tril_off", "ge", "gt", "ge_off", "window", "open", "upper", "flip", "pad",
