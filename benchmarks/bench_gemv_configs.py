@@ -58,12 +58,12 @@ def sweep_configs() -> list[dict]:
 PER_SM = (2, 3, 4, 6, 8)  # the persistent form's programs per SM, as swept by default
 
 
-def persistent_configs(k: int, per_sm=PER_SM) -> list[dict]:
-    """The persistent form's configs for rows of K: the whole row in one tile, 1-4 columns a block, ``per_sm``
-    programs per SM; at least 8 elements of a tile per thread."""
+def persistent_configs(k: int, per_sm=PER_SM, block_n=(1, 2, 4), warps=(4, 8, 16)) -> list[dict]:
+    """The persistent form's configs for rows of K: the whole row in one tile, ``block_n`` columns a block,
+    ``per_sm`` programs per SM; at least 8 elements of a tile per thread."""
     bk = triton_next_pow2(k)
     return [dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=True, ACC1D=True, PERSIST=p, num_warps=w, num_stages=1)
-            for n in (1, 2, 4) for w in (4, 8, 16) for p in per_sm if n * bk <= 16384 and 256 * w <= n * bk]
+            for n in block_n for w in warps for p in per_sm if n * bk <= 16384 and 256 * w <= n * bk]
 
 
 def triton_next_pow2(k: int) -> int:
@@ -115,11 +115,13 @@ def linear_calls(name: str, cfg: dict, device, dtype, copies: int | None = None)
                     dtype=dtype)
 
     def launch(config, prefetch=None):
-        """``config``: one config; None with ``prefetch`` set: the autotuner (None with None: the shipped choice)."""
+        """``config``: one config; None with ``prefetch`` set: the autotuner (None with None: the shipped choice).
+        Returns the last launch's compiled kernel where ``gemv._launch`` returns it (a given config)."""
         for ws in sets:
             w3 = ws + [None] * (3 - len(ws))
-            gemv._launch(x, *w3, nw, 1e-5, 0.0, True, res, silu, y, *rope, prefetch=prefetch, caches=caches,
-                         cache_index=pos, config=config)
+            kernel = gemv._launch(x, *w3, nw, 1e-5, 0.0, True, res, silu, y, *rope, prefetch=prefetch,
+                                  caches=caches, cache_index=pos, config=config)
+        return kernel
 
     return nbytes, calls, launch
 
@@ -140,6 +142,10 @@ def main(argv=None) -> int:
                    help="only the persistent form's configs, and gemv_table's entry for each linear to compare")
     p.add_argument("--per-sm", nargs="+", type=int, default=list(PER_SM),
                    help="with --persistent-only: the programs per SM to try")
+    p.add_argument("--block-n", nargs="+", type=int, default=[1, 2, 4],
+                   help="with --persistent-only: the columns per block to try")
+    p.add_argument("--warps", nargs="+", type=int, default=[4, 8, 16],
+                   help="with --persistent-only: the warps per program to try")
     p.add_argument("--shard", default="0/1", help="i/n: this process takes every n-th config from the i-th")
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--out", default=None)
@@ -162,7 +168,8 @@ def main(argv=None) -> int:
             configs = [c for c in sweep_configs() if c.get("ACC1D")][i::n] + table_entry(name, cfg)
         if args.persistent_only:
             k = linear_shape(name, cfg)[1]
-            configs = (persistent_configs(k, args.per_sm)[i::n] + table_entry(name, cfg)) if device == "cuda" else [
+            configs = (persistent_configs(k, args.per_sm, args.block_n, args.warps)[i::n] + table_entry(name, cfg)) \
+                if device == "cuda" else [
                 dict(BLOCK_N=2, BLOCK_K=triton_next_pow2(k), PREFETCH=True, ACC1D=True, PERSIST=2, num_warps=4,
                      num_stages=1)]
         if args.compile_only:
@@ -175,8 +182,10 @@ def main(argv=None) -> int:
         rows = []
         for c in configs:
             us = us_per_call(lambda c=c: launch(c), calls, device)
+            kernel = launch(c)  # registers: a persistent config whose PERSIST programs do not fit one SM runs twice
+            regs = dict(n_regs=getattr(kernel, "n_regs", None), n_spills=getattr(kernel, "n_spills", None))
             rows.append(dict(model=model, linear=name, config=config_name(c), us=round(us, 2),
-                             tb_s=round(nbytes / us / 1e6, 3), **c))
+                             tb_s=round(nbytes / us / 1e6, 3), **regs, **c))
         rows.sort(key=lambda r: r["us"])
         for rank, r in enumerate(rows):
             r["rank"] = rank
@@ -192,7 +201,7 @@ def main(argv=None) -> int:
         print(f"[configs] {model} {name} ({nbytes / 1e6:.1f} MB x {calls}): best {best['config']} {best['us']} us "
               f"({best['tb_s']} TB/s); {tuned}", flush=True)
         for r in rows[:5]:
-            print(f"    {r['config']:28s} {r['us']:8.2f} us  {r['tb_s']:.3f} TB/s", flush=True)
+            print(f"    {r['config']:28s} {r['us']:8.2f} us  {r['tb_s']:.3f} TB/s  regs {r['n_regs']}", flush=True)
     if args.compile_only:
         return 0
     return write_results(records, f"gemv_configs_{model}", args.out, key=("model", "linear", "config"),

@@ -150,14 +150,14 @@ if triton is not None:
         return tl.where(pos < 0, pos + cache_len, pos)
 
     @triton.jit
-    def _store_cache_rows(C0, C1, C2, pos, y, cols, w_idx, rm, mask, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l,
-                          sc_d, CACHE_MASK: tl.constexpr):
+    def _store_cache_rows(C0, C1, C2, pos, y, cols, w_idx, rm, mask, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
+                          CACHE_MASK: tl.constexpr, HEAD_DIM: tl.constexpr):
         """y [BLOCK_M, BLOCK_N] (rows rm, columns ``cols`` of output w_idx) into C_{w_idx}[b, col // HD, pos[m],
         col % HD] for row m = b * S + s, as ``C.index_put_([None, None, IDX], heads)`` stores them (pos from
         ``_cache_positions``); one past either end is skipped (eager raises there)."""
         ok = mask & ((pos >= 0) & (pos < cache_len))[:, None]
         off = ((rm // seq_len).to(tl.int64) * sc_b + pos * sc_l)[:, None] + \
-            ((cols // head_dim).to(tl.int64) * sc_h + (cols % head_dim).to(tl.int64) * sc_d)[None, :]
+            ((cols // HEAD_DIM).to(tl.int64) * sc_h + (cols % HEAD_DIM).to(tl.int64) * sc_d)[None, :]
         which = (cols * 0 + w_idx)[None, :]  # a vector, not the scalar: Triton's interpreter masks with no scalar
         if CACHE_MASK & 1:
             tl.store(C0 + off, y, mask=ok & (which == 0))
@@ -195,7 +195,7 @@ if triton is not None:
         return w_ptr, blk, n_lim, col0, w_idx
 
     @triton.jit
-    def _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE: tl.constexpr, SILU_MUL: tl.constexpr,
+    def _block_rows(w_ptr, W1, blk, n_lim, K, ROPE: tl.constexpr, ROPE_DIM: tl.constexpr, SILU_MUL: tl.constexpr,
                     BLOCK_N: tl.constexpr):
         """The block's output columns rn [BLOCK_N] (with rope: the first of each pair j, j + h; rj = j within its
         head), which of them exist, and the row pointers of the weight (w_rows) and of the second operand (w_rows2:
@@ -203,10 +203,10 @@ if triton is not None:
         rn = blk * BLOCK_N + tl.arange(0, BLOCK_N)
         rj = rn
         if ROPE:  # program column t -> the pair (j, j + h) of head t // h, j = t % h
-            half = rope_dim // 2
+            half: tl.constexpr = ROPE_DIM // 2
             n_ok = rn < n_lim // 2
             rj = rn % half
-            rn = (rn // half) * rope_dim + rj
+            rn = (rn // half) * ROPE_DIM + rj
             w_rows2 = w_ptr + (rn + half).to(tl.int64)[:, None] * K
         else:
             n_ok = rn < n_lim
@@ -219,9 +219,9 @@ if triton is not None:
 
     @triton.jit
     def _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2, stride_r,
-                  stride_y, stride_cs, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h, sc_l, sc_d,
-                  SILU_MUL: tl.constexpr, GELU_TANH: tl.constexpr, HAS_RES: tl.constexpr, BIAS_MASK: tl.constexpr,
-                  ROPE: tl.constexpr, CACHE_MASK: tl.constexpr):
+                  stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d, SILU_MUL: tl.constexpr,
+                  GELU_TANH: tl.constexpr, HAS_RES: tl.constexpr, BIAS_MASK: tl.constexpr, ROPE: tl.constexpr,
+                  ROPE_DIM: tl.constexpr, CACHE_MASK: tl.constexpr, HEAD_DIM: tl.constexpr):
         """From the fp32 dot products y (and y_u: the up projection's, or the pair's other half) [BLOCK_M, BLOCK_N]
         of one column block to its stored outputs: bias, rounding, silu * up, residual, rope, cache and y stores."""
         T = Y.dtype.element_ty
@@ -235,7 +235,7 @@ if triton is not None:
             b_ok = n_ok & ((rn * 0 + (BIAS_MASK >> w_idx)) % 2 == 1)
             y = y + tl.load(b_ptr + rn, mask=b_ok, other=0.0).to(tl.float32)[None, :]
             if ROPE:
-                y_u = y_u + tl.load(b_ptr + rn + rope_dim // 2, mask=b_ok, other=0.0).to(tl.float32)[None, :]
+                y_u = y_u + tl.load(b_ptr + rn + ROPE_DIM // 2, mask=b_ok, other=0.0).to(tl.float32)[None, :]
         y = y.to(T)  # the GEMM's output dtype, as eager rounds it
         out_mask = m_ok[:, None] & n_ok[None, :]
         if SILU_MUL:
@@ -250,7 +250,7 @@ if triton is not None:
             r = tl.load(R + rm[:, None] * stride_r + rn[None, :], mask=out_mask, other=0.0)
             y = (y.to(tl.float32) + r.to(tl.float32)).to(T)
         if ROPE:
-            half = rope_dim // 2
+            half: tl.constexpr = ROPE_DIM // 2
             y2 = y_u.to(T)  # the pair's other half: columns j + h
             cs = rm[:, None] * stride_cs + rj[None, :]
             c1 = tl.load(COS + cs, mask=out_mask, other=0.0).to(tl.float32)
@@ -265,11 +265,11 @@ if triton is not None:
             y2 = tl.where(rotate, rb, y2)
             tl.store(Y + rm[:, None] * stride_y + (col0 + rn + half)[None, :], y2, mask=out_mask)
         if CACHE_MASK != 0:
-            _store_cache_rows(C0, C1, C2, pos, y, rn, w_idx, rm, out_mask, seq_len, cache_len, head_dim, sc_b, sc_h,
-                              sc_l, sc_d, CACHE_MASK)
+            _store_cache_rows(C0, C1, C2, pos, y, rn, w_idx, rm, out_mask, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
+                              CACHE_MASK, HEAD_DIM)
             if ROPE:
-                _store_cache_rows(C0, C1, C2, pos, y2, rn + rope_dim // 2, w_idx, rm, out_mask, seq_len, cache_len,
-                                  head_dim, sc_b, sc_h, sc_l, sc_d, CACHE_MASK)
+                _store_cache_rows(C0, C1, C2, pos, y2, rn + ROPE_DIM // 2, w_idx, rm, out_mask, seq_len, cache_len,
+                                  sc_b, sc_h, sc_l, sc_d, CACHE_MASK, HEAD_DIM)
         tl.store(Y + rm[:, None] * stride_y + (col0 + rn)[None, :], y, mask=out_mask)
 
     @triton.jit
@@ -283,8 +283,8 @@ if triton is not None:
         B1,  # [N1]
         B2,  # [N2]
         R,  # [M, N0] residual (None unless HAS_RES)
-        COS,  # [M, rope_dim] (None unless ROPE)
-        SIN,  # [M, rope_dim] (None unless ROPE)
+        COS,  # [M, ROPE_DIM] (None unless ROPE)
+        SIN,  # [M, ROPE_DIM] (None unless ROPE)
         Y,  # [M, N_out] output, row stride stride_y
         C0,  # [B, H_0, L, HD] KV cache output 0's heads are also written to (None unless CACHE_MASK & 1)
         C1,  # ... output 1's (None unless CACHE_MASK & 2)
@@ -301,11 +301,9 @@ if triton is not None:
         stride_cs,  # row stride of COS and SIN
         eps,
         norm_offset,
-        rope_dim,
         rope_weights,  # the first rope_weights weights' outputs are rotated
         seq_len,  # S: output row m is token m % S of sequence m // S (cache writes only)
         cache_len,  # L
-        head_dim,  # HD: cache head h holds output columns h * HD .. (h + 1) * HD
         sc_b,  # the caches' strides (every cache has the same layout)
         sc_h,
         sc_l,
@@ -319,8 +317,10 @@ if triton is not None:
         GELU_TANH: tl.constexpr,  # ... or gelu with the tanh approximation
         HAS_RES: tl.constexpr,
         BIAS_MASK: tl.constexpr,  # bit i: output i has a bias, added before the rotation and the cache write
-        ROPE: tl.constexpr,  # programs own column pairs (j, j + rope_dim/2) of every weight
+        ROPE: tl.constexpr,  # programs own column pairs (j, j + ROPE_DIM/2) of every weight
         CACHE_MASK: tl.constexpr,  # bit i: output i's heads are written into C_i at IDX (a KV-cache update)
+        ROPE_DIM: tl.constexpr,  # columns per rotated head (0 without rope)
+        HEAD_DIM: tl.constexpr,  # HD: cache head h holds output columns h * HD .. (h + 1) * HD (1 without caches)
         IDX_BASE: tl.constexpr,  # the positions are IDX[0] + s, s < S (else IDX[s])
         BLOCK_M: tl.constexpr,
         BLOCK_N: tl.constexpr,
@@ -350,7 +350,7 @@ if triton is not None:
             if CONCAT_W == 3:
                 n_blocks += tl.cdiv(N2 // PAIR, BLOCK_N)
             step = tl.num_programs(0)
-            w, u = _load_block(W0, W1, W2, N0, N1, N2, pid, K, rope_dim, CONCAT_W, PAIR, ROPE, SILU_MUL,
+            w, u = _load_block(W0, W1, W2, N0, N1, N2, pid, K, CONCAT_W, PAIR, ROPE, ROPE_DIM, SILU_MUL,
                                TWO, BLOCK_N, BLOCK_K)
             rk = tl.arange(0, BLOCK_K)
             xf = tl.load(X + rk[None, :], mask=rk[None, :] < K, other=0.0).to(tl.float32)  # [1, BLOCK_K]
@@ -364,38 +364,38 @@ if triton is not None:
                     nw = nw + norm_offset
                 xf = (xf * nw[None, :]).to(T).to(tl.float32)
             for blk_id in range(pid, n_blocks, step):
-                w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, rope_dim,
-                                             CONCAT_W, PAIR, ROPE, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
+                w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR,
+                                             ROPE, ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
                 w_ptr, blk, n_lim, col0, w_idx = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR,
                                                                BLOCK_N)
-                rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE, SILU_MUL,
+                rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL,
                                                             BLOCK_N)
                 y = tl.sum(w.to(tl.float32) * xf, axis=1)[None, :]
                 y_u = y
                 if TWO:
                     y_u = tl.sum(u.to(tl.float32) * xf, axis=1)[None, :]
                 _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
-                          stride_r, stride_y, stride_cs, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b,
-                          sc_h, sc_l, sc_d, SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, CACHE_MASK)
+                          stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
+                          SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
                 w, u = w_next, u_next
         else:
             w_ptr, blk, n_lim, col0, w_idx = _weight_block(pid, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
-            rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE, SILU_MUL, BLOCK_N)
+            rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL, BLOCK_N)
             y, y_u = _tiled_dot(X, NW, w_rows, w_rows2, rm, m_ok, n_ok, K, stride_x, eps, norm_offset, HAS_NORM,
                                 NORM_LATE, NORM_CAST, NORM_OFFSET, TWO, BLOCK_M, BLOCK_N, BLOCK_K, PREFETCH, ACC1D,
                                 PRECISION)
             _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
-                      stride_r, stride_y, stride_cs, rope_dim, rope_weights, seq_len, cache_len, head_dim, sc_b, sc_h,
-                      sc_l, sc_d, SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, CACHE_MASK)
+                      stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
+                      SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
 
     @triton.jit
-    def _load_block(W0, W1, W2, N0, N1, N2, blk_id, K, rope_dim, CONCAT_W: tl.constexpr,
-                    PAIR: tl.constexpr, ROPE: tl.constexpr, SILU_MUL: tl.constexpr, TWO: tl.constexpr,
+    def _load_block(W0, W1, W2, N0, N1, N2, blk_id, K, CONCAT_W: tl.constexpr, PAIR: tl.constexpr,
+                    ROPE: tl.constexpr, ROPE_DIM: tl.constexpr, SILU_MUL: tl.constexpr, TWO: tl.constexpr,
                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
         """The persistent form's weight rows [BLOCK_N, BLOCK_K] of column block blk_id (u: the second operand's rows
         when TWO, else w again), whole rows (BLOCK_K >= K); zeros past the last block."""
         w_ptr, blk, n_lim, _, _ = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
-        _, _, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, rope_dim, ROPE, SILU_MUL, BLOCK_N)
+        _, _, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL, BLOCK_N)
         rk = tl.arange(0, BLOCK_K)
         w_mask = n_ok[:, None] & (rk < K)[None, :]
         w = tl.load(w_rows + rk[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
@@ -513,7 +513,7 @@ if triton is not None:
     # One autotuner per M tile (configs differ); both run the same kernel. Not prune_configs_by: Inductor's
     # support for user-defined autotuned kernels does not cover every pruning hook.
     _KEY = ["K", "N0", "N1", "N2", "CONCAT_W", "HAS_NORM", "NORM_LATE", "SILU_MUL", "GELU_TANH", "HAS_RES",
-            "BIAS_MASK", "ROPE", "CACHE_MASK", "IEEE_F32"]
+            "BIAS_MASK", "ROPE", "ROPE_DIM", "CACHE_MASK", "HEAD_DIM", "IEEE_F32"]
     _gemv_m1 = {p: triton.autotune(configs=_configs(dot=False, prefetch=p), key=_KEY)(_gemv_kernel)
                 for p in (False, True)}  # keyed by "may prefetch"; the benchmarks time both
     _gemv_m16 = triton.autotune(configs=_configs(dot=True), key=_KEY)(_gemv_kernel)
@@ -572,7 +572,8 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
             caches=(None, None, None), cache_index=None, index_base: bool = False,
             config: Optional[dict] = None, biases=(None, None, None), gelu_tanh: bool = False) -> None:
     """Launch the kernel into ``y``; ``config`` (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages) skips the
-    autotuner (the interpreter always does: it would time every config)."""
+    autotuner (the interpreter always does: it would time every config), and then the compiled kernel is returned
+    (its ``n_regs`` and ``n_spills``, for the benchmarks)."""
     m, k = x.shape
     concat = 1 if (silu_mul or residual is not None) else 1 + (w1 is not None) + (w2 is not None)
     n0 = w0.shape[0]
@@ -587,6 +588,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
             return (min(blocks, _sm_count(x.device) * meta["PERSIST"]),)
         return (blocks,)
 
+    seq_len, cache_len, head_dim, *cache_strides = _cache_layout(caches, cache_index, index_base, m)
     meta = dict(
         CONCAT_W=concat,
         HAS_NORM=norm_weight is not None,
@@ -599,6 +601,10 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         BIAS_MASK=sum(1 << i for i, b in enumerate(biases) if b is not None),
         ROPE=rope,
         CACHE_MASK=sum(1 << i for i, c in enumerate(caches) if c is not None),
+        # constexprs, not arguments: the per-block column math then divides by constants (shifts), which took a
+        # persistent program's loop from 379 to 318 instructions per block for the cache-writing q/k/v (sm_90)
+        ROPE_DIM=rope_dim if rope else 0,
+        HEAD_DIM=head_dim,
         IDX_BASE=index_base,
         BLOCK_M=_block_m(int(m)),
         IEEE_F32=ieee_fp32_dot(x.dtype),
@@ -610,8 +616,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         m, k, n0, n1, n2,
         x.stride(0), residual.stride(0) if residual is not None else 0, y.stride(0),
         rope_cos.stride(0) if rope else 0,
-        eps, norm_offset, rope_dim, rope_weights,
-        *_cache_layout(caches, cache_index, index_base, m),
+        eps, norm_offset, rope_weights, seq_len, cache_len, *cache_strides,
     )  # fmt: skip
     if config is None and INTERPRETED and x.device.type != "cuda":
         config = dict(BLOCK_N=16, BLOCK_K=64, PREFETCH=(PREFETCH if prefetch is None else prefetch)
@@ -623,7 +628,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         if config["PERSIST"] and (meta["BLOCK_M"] != 1 or config["BLOCK_K"] < k):
             raise ValueError(f"decode_gemv: the persistent form needs M = 1 and BLOCK_K >= K ({k}), got M = {m}, "
                              f"BLOCK_K = {config['BLOCK_K']}")
-        _gemv_kernel[grid(config)](*args, **meta, **config)
+        return _gemv_kernel[grid(config)](*args, **meta, **config)
     else:
         kernel = _gemv_m16 if meta["BLOCK_M"] > 1 else _m1_kernel(x.device, meta, k, n0, n1, n2, prefetch)
         wrap_triton(kernel)[grid](*args, **meta)

@@ -67,14 +67,19 @@ TABLE = {
 
 # The persistent form where it measured faster than the entry above (logs/s17_run8, s17_run9:
 # bench_gemv_configs --persistent-only, both in one run; us per call in a CUDA graph, weights streamed from HBM).
-# It lost on the cache-writing q/k/v (1B 7.17 vs 6.75 us, 8B 17.38 vs 17.28), the 1B o (4.39 vs 4.35), the 8B down
-# (32.86 vs 30.97: its 14336-wide row needs a 16384-wide tile) and the lm_heads (1B 120.9 vs 119.4), so those keep
-# their tiled entries.
+# It lost on the 1B o (4.39 vs 4.35), the 8B down (32.86 vs 30.97: its 14336-wide row needs a 16384-wide tile) and
+# the lm_heads (1B 120.9 vs 119.4), so those keep their tiled entries. It also lost on the cache-writing q/k/v until
+# session 26 (1B 7.42 vs 6.46 us, 8B 18.01 vs 16.45): its per-block column math divided by rope_dim and head_dim,
+# run-time arguments then (sm_90, Triton 3.9: 379 instructions per block and 80 registers, against 318 and 64 with
+# both constexprs). With them constexprs it won there and on the 8B RoPE form too (logs/s26_run3,
+# gemv_configs_constdims_*.json: the kernel before and after, per model in alternation, in one run).
 PERSISTENT = {
     ("NVIDIA H200", "rope", 2048, 2048, 512, 512): (1, 2048, True, 4, 1, True, 6),  # 6.01 vs 6.43 us
+    ("NVIDIA H200", "kv", 2048, 2048, 512, 512): (1, 2048, True, 4, 1, True, 6),  # 6.40 vs 6.52 us (session 26)
     ("NVIDIA H200", "silu", 2048, 8192, 8192, 0): (1, 2048, True, 4, 1, True, 8),  # 19.10 vs 19.33 us
     ("NVIDIA H200", "res", 8192, 2048, 0, 0): (1, 8192, True, 8, 1, True, 3),  # 10.56 vs 11.09 us
-    ("NVIDIA H200", "rope", 4096, 4096, 1024, 1024): (1, 4096, True, 8, 1, True, 3),  # 15.98 vs 17.89 us
+    ("NVIDIA H200", "rope", 4096, 4096, 1024, 1024): (1, 4096, True, 8, 1, True, 4),  # 15.46 vs 15.79 (session 26)
+    ("NVIDIA H200", "kv", 4096, 4096, 1024, 1024): (1, 4096, True, 8, 1, True, 4),  # 16.02 vs 16.21 us (session 26)
     ("NVIDIA H200", "res", 4096, 4096, 0, 0): (2, 4096, True, 8, 1, True, 3),  # 10.43 vs 11.06 us
     ("NVIDIA H200", "silu", 4096, 14336, 14336, 0): (1, 4096, True, 8, 1, True, 4),  # 55.74 vs 57.74 us
 }  # fmt: skip

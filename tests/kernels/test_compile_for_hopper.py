@@ -5,7 +5,10 @@ does: it compiles every mode of each kernel ahead of time for an H100/H200 targe
 triton wheel. A kernel change that only the GPU compiler rejects then fails here, on CPU, before it reaches a GPU.
 """
 
+import os
 import re
+import subprocess
+import tempfile
 
 import pytest
 
@@ -17,7 +20,7 @@ try:
 except ImportError:  # pragma: no cover - an older or unusual triton build
     GPUTarget = None
 
-from fusion_passes.kernels import decode_attention, gemv
+from fusion_passes.kernels import decode_attention, gemv, gemv_table
 
 pytestmark = pytest.mark.skipif(
     GPUTarget is None or not gemv.HAS_TRITON or gemv.INTERPRETED, reason="needs triton's compiler (not the interpreter)"
@@ -63,14 +66,14 @@ def gemv_flags(**flags) -> dict:
     """The GEMV kernel's constexprs: ``flags`` over every flag off (a flag added to the kernel gets a default here
     once, not at every call)."""
     return dict(CONCAT_W=1, HAS_NORM=False, NORM_LATE=False, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=False,
-                GELU_TANH=False, HAS_RES=False, BIAS_MASK=0, ROPE=False, CACHE_MASK=0, IDX_BASE=False, PREFETCH=False,
-                ACC1D=False, IEEE_F32=False) | flags
+                GELU_TANH=False, HAS_RES=False, BIAS_MASK=0, ROPE=False, ROPE_DIM=0, CACHE_MASK=0, HEAD_DIM=1,
+                IDX_BASE=False, PREFETCH=False, ACC1D=False, PERSIST=0, IEEE_F32=False) | flags
 
 
 def gemv_types(dtype: str) -> dict:
     """The GEMV kernel's always-present arguments (no norm weight, residual, rope tables or caches)."""
-    ints = ["M", "K", "N0", "N1", "N2", "stride_x", "stride_r", "stride_y", "stride_cs", "rope_dim", "rope_weights",
-            "seq_len", "cache_len", "head_dim", "sc_b", "sc_h", "sc_l", "sc_d"]
+    ints = ["M", "K", "N0", "N1", "N2", "stride_x", "stride_r", "stride_y", "stride_cs", "rope_weights", "seq_len",
+            "cache_len", "sc_b", "sc_h", "sc_l", "sc_d"]
     return {**{n: f"*{dtype}" for n in ("X", "W0", "W1", "W2", "Y")}, **{n: "i32" for n in ints},
             "eps": "fp32", "norm_offset": "fp32"}
 
@@ -97,7 +100,7 @@ def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late):
     asm = compile_for_hopper(gemv._gemv_kernel, types, gemv_flags(
         CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res, ROPE=rope,
         CACHE_MASK=cache_mask, IDX_BASE=mode.endswith("index_base"), BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256,
-        PREFETCH=prefetch, ACC1D=acc1d, NORM_LATE=norm_late, BIAS_MASK=bias_mask, GELU_TANH="gelu" in mode),
+        ROPE_DIM=64 if rope else 0, HEAD_DIM=64 if cache_mask else 1, PREFETCH=prefetch, ACC1D=acc1d, NORM_LATE=norm_late, BIAS_MASK=bias_mask, GELU_TANH="gelu" in mode),
         num_warps=4,
         num_stages=3, aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
     assert "cubin" in asm and ".target sm_90" in asm["ptx"]
@@ -111,10 +114,75 @@ def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late):
         plain = compile_for_hopper(gemv._gemv_kernel, types, gemv_flags(
             CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res,
             ROPE=rope, CACHE_MASK=cache_mask, BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256, PREFETCH=False,
+            ROPE_DIM=64 if rope else 0, HEAD_DIM=64 if cache_mask else 1,
             ACC1D=acc1d, NORM_LATE=norm_late, BIAS_MASK=bias_mask, GELU_TANH="gelu" in mode),
             num_warps=4, num_stages=3,
             aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
         assert len(weight_loads) == 2 * len(re.findall(r"ld\.global\.L1::evict_first\S*", plain["ptx"]))
+
+
+def registers_per_thread(cubin: bytes) -> int:
+    """The kernel's registers per thread, as ``cuobjdump --dump-resource-usage`` (bundled with triton) reads the
+    cubin; skips where the triton build has no cuobjdump."""
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    if not os.path.exists(tool):
+        pytest.skip("no cuobjdump in this triton build")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        out = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
+    return int(re.search(r"REG:(\d+)", out).group(1))
+
+
+def table_launch(form: str, k: int, widths: tuple, head_dim: int) -> tuple[dict, dict, list]:
+    """types, constexprs and aligned arguments of a ``gemv_table`` form's M = 1 launch at a decode step, specialised
+    as Triton's launcher does (M, S and the caches' last stride are 1, so constexprs)."""
+    types = gemv_types("bf16")
+    for one in ("M", "seq_len", "sc_d"):
+        del types[one]
+    rope, kv = form in ("rope", "kv"), form == "kv"
+    if form != "res":
+        types["NW"] = "*bf16"
+    if form == "res":
+        types["R"] = "*bf16"
+    if rope:
+        types.update(COS="*bf16", SIN="*bf16")
+    if kv:
+        types.update(C1="*bf16", C2="*bf16", IDX="*i64")
+    flags = gemv_flags(CONCAT_W=len(widths) if form in ("rope", "kv", "cat") else 1, HAS_NORM=form != "res",
+                       SILU_MUL=form == "silu", HAS_RES=form == "res", ROPE=rope, ROPE_DIM=head_dim if rope else 0,
+                       CACHE_MASK=6 if kv else 0, HEAD_DIM=head_dim if kv else 1, BLOCK_M=1, M=1, seq_len=1, sc_d=1)
+    aligned = [n for n, t in types.items() if t.startswith("*")] + ["K", "N0", "stride_x", "stride_y"]
+    return types, flags, aligned
+
+
+@pytest.mark.parametrize("key", sorted(gemv_table.PERSISTENT, key=str), ids=lambda key: "-".join(map(str, key[1:])))
+def test_persistent_table_entries_fit_their_programs_on_one_sm(key):
+    """A persistent config launches PERSIST programs per SM, each taking every P-th column block. If their registers
+    do not let all of them reside at once, the last ones start only when others finish: a second wave, which cost
+    the cache-writing q/k/v 2-7 us per call on the H200 before session 26. Hopper: 64K registers per SM, allocated
+    per warp in units of 8 registers per thread. (Registers differ between Triton versions; this checks this one.)"""
+    _, form, k, *widths = key
+    widths = tuple(w for w in widths if w)
+    config = gemv_table.as_config(gemv_table.PERSISTENT[key])
+    warps, stages = config.pop("num_warps"), config.pop("num_stages")
+    types, flags, aligned = table_launch(form, k, widths, head_dim=64 if k == 2048 else 128)
+    asm = compile_for_hopper(gemv._gemv_kernel, types, {**flags, **config}, aligned=aligned, num_warps=warps,
+                             num_stages=stages)
+    regs = registers_per_thread(asm["cubin"])
+    per_sm = config["PERSIST"]
+    assert per_sm * warps * 32 * -(-regs // 8) * 8 <= 65536, (regs, per_sm, warps)
+
+
+def test_cache_writing_persistent_loop_divides_by_no_runtime_value():
+    """ROPE_DIM and HEAD_DIM are constexprs: the per-block column math (head, column in head, rotation pair) is then
+    shifts and masks. As run-time arguments they put integer divisions in every block of the persistent loop."""
+    types, flags, aligned = table_launch("kv", 4096, (4096, 1024, 1024), head_dim=128)
+    config = dict(BLOCK_N=1, BLOCK_K=4096, PREFETCH=True, ACC1D=True, PERSIST=4)
+    ptx = compile_for_hopper(gemv._gemv_kernel, types, {**flags, **config}, aligned=aligned, num_warps=8,
+                             num_stages=1)["ptx"]
+    assert ".target sm_90" in ptx
+    assert not re.findall(r"\b(?:div|rem)\.[su](?:32|64)\b", ptx), sorted(set(re.findall(r"\b(?:div|rem)\.\S+", ptx)))
 
 
 def attention_types(dtype: str, scale: str = "fp32") -> dict:
