@@ -55,6 +55,9 @@ def sweep_configs() -> list[dict]:
     return out
 
 
+# A config's largest error against gemv.reference, in the model dtype's units (outputs of order 1: x is normalised
+# and the weights scaled by K**-0.5); fp32 sums in another order move a bf16 output by a rounding step or two.
+MAX_ERROR = {torch.bfloat16: 0.0625, torch.float16: 0.01, torch.float32: 1e-3}
 PER_SM = (2, 3, 4, 6, 8)  # the persistent form's programs per SM, as swept by default
 
 
@@ -114,6 +117,15 @@ def linear_calls(name: str, cfg: dict, device, dtype, copies: int | None = None)
     y = torch.empty(1, gemv._out_width(*(sets[0] + [None] * (3 - len(widths))), res, silu), device=device,
                     dtype=dtype)
 
+    expected = gemv.reference(x, *(sets[0] + [None] * (3 - len(widths))), nw, 1e-5, 0.0, True, res, silu, *rope)
+
+    def check(config) -> float:
+        """One launch of ``config`` on the first weights: its largest error against the torch reference (so that a
+        fast config that computes something else is caught here, not in a decode step)."""
+        w3 = sets[0] + [None] * (3 - len(widths))
+        gemv._launch(x, *w3, nw, 1e-5, 0.0, True, res, silu, y, *rope, caches=caches, cache_index=pos, config=config)
+        return (y.float() - expected.float()).abs().max().item()
+
     def launch(config, prefetch=None):
         """``config``: one config; None with ``prefetch`` set: the autotuner (None with None: the shipped choice).
         Returns the last launch's compiled kernel where ``gemv._launch`` returns it (a given config)."""
@@ -123,7 +135,7 @@ def linear_calls(name: str, cfg: dict, device, dtype, copies: int | None = None)
                                   caches=caches, cache_index=pos, config=config)
         return kernel
 
-    return nbytes, calls, launch
+    return nbytes, calls, launch, check
 
 
 def us_per_call(launch, calls: int, device: str) -> float:
@@ -163,7 +175,7 @@ def main(argv=None) -> int:
     torch.manual_seed(0)
     records = []
     for name in args.linears:
-        nbytes, calls, launch = linear_calls(name, cfg, device, dtype, copies=2 if args.tiny else None)
+        nbytes, calls, launch, check = linear_calls(name, cfg, device, dtype, copies=2 if args.tiny else None)
         if args.acc1d_only and device == "cuda":
             configs = [c for c in sweep_configs() if c.get("ACC1D")][i::n] + table_entry(name, cfg)
         if args.persistent_only:
@@ -181,11 +193,14 @@ def main(argv=None) -> int:
             continue
         rows = []
         for c in configs:
+            err = check(c)
+            if not err <= MAX_ERROR[dtype]:  # also NaN
+                raise SystemExit(f"[configs] {model} {name} {config_name(c)}: max error {err} against the reference")
             us = us_per_call(lambda c=c: launch(c), calls, device)
             kernel = launch(c)  # registers: a persistent config whose PERSIST programs do not fit one SM runs twice
             regs = dict(n_regs=getattr(kernel, "n_regs", None), n_spills=getattr(kernel, "n_spills", None))
             rows.append(dict(model=model, linear=name, config=config_name(c), us=round(us, 2),
-                             tb_s=round(nbytes / us / 1e6, 3), **regs, **c))
+                             tb_s=round(nbytes / us / 1e6, 3), max_error=err, **regs, **c))
         rows.sort(key=lambda r: r["us"])
         for rank, r in enumerate(rows):
             r["rank"] = rank

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import os
 import re
 import statistics
@@ -90,7 +91,7 @@ def profile_chains(model: str, layers: int, device: str, dtype: torch.dtype) -> 
 def _kernel_rows(path: str):
     """The rows of an ncu ``--csv`` page, one or more per profiled kernel (a units row, and the profiled program's
     own output before the header, skipped)."""
-    with open(path, newline="") as f:
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt", newline="") as f:  # the results keep them gzipped
         lines = f.read().splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
     if start is None:

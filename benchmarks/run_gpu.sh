@@ -31,6 +31,7 @@
 #                                        # ours without the attention pass
 #   bash benchmarks/run_gpu.sh constdims [model]  # persistent q/k/v configs: the previous commit's kernel vs this one
 #   bash benchmarks/run_gpu.sh s26       # after constdims: decode_gemv GPU tests, the chain before / after, 1B decode
+#   bash benchmarks/run_gpu.sh kvsweep [model]  # every persistent config of the cache-writing q/k/v, checked, timed
 #   bash benchmarks/run_gpu.sh ncu [model]  # Nsight Compute counters (DRAM throughput, occupancy, stall reasons) of the
 #                                           decode GEMVs and of a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
@@ -249,6 +250,17 @@ case "${1:-}" in
     timeout 240 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 200 \
       --out "$OUT/e2e_decode_s26_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -6 ;;
+  kvsweep)  # (session 26) every persistent config of the cache-writing q/k/v with this kernel (constexpr head dims),
+            # each checked against the reference, next to the table's entry
+    for model in ${2:-llama-1b llama-8b}; do
+      args="--model $model --linears qkv_kv --persistent-only --per-sm 2 3 4 6"
+      for i in 0 1 2 3 4 5 6 7; do
+        timeout 150 python3 benchmarks/bench_gemv_configs.py $args --compile-only --shard $i/8 > /dev/null 2>&1 &
+      done
+      wait
+      timeout 200 python3 benchmarks/bench_gemv_configs.py $args --out "$OUT/gemv_configs_kvsweep_$model.json" 2>&1 \
+        | grep -v Warn | tail -8
+    done ;;
   prefill_host)  # session 20: llama-1b prefill 512 x 1 without CUDA graphs (the README's one prefill loss), then
                  # its host time vs GPU-busy time and the top host functions, stock vs ours, eager attention
     timeout 240 python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads prefill-512 --batches 1 \
@@ -419,6 +431,6 @@ case "${1:-}" in
     done ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|overhead" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|overhead" >&2
      exit 2 ;;
 esac

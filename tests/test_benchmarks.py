@@ -2,6 +2,7 @@
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -85,7 +86,6 @@ def test_kv_write_bench_tiny_cpu(tmp_path):
 
 def test_gemv_configs_bench_tiny_interpreted(tmp_path):
     """The config sweep times kernels, so off GPU it needs Triton's interpreter (set before triton is imported)."""
-    import subprocess
 
     if reason := interpreter_blocker():
         pytest.skip(reason)
@@ -98,6 +98,29 @@ def test_gemv_configs_bench_tiny_interpreted(tmp_path):
     assert [(r["linear"], r["rank"], r["config"]) for r in recs] == [("o", 0, "N4 K32 w4 s2 prefetch"),
                                                                      ("qkv_kv", 0, "N4 K32 w4 s2 prefetch")]
     assert all(r["us"] > 0 for r in recs)
+    assert all(0 <= r["max_error"] < 1e-3 for r in recs)  # every config's output checked against the reference
+
+
+def test_gemv_configs_refuses_a_config_that_computes_something_else(tmp_path):
+    """A config whose kernel returns wrong numbers stops the sweep before it can be timed (and win)."""
+    bench = Path(__file__).parent.parent / "benchmarks"
+    script = tmp_path / "wrong_gemv.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(bench)!r})\n"
+        "import bench_gemv_configs\n"
+        "from fusion_passes.kernels import gemv\n"
+        "launch = gemv._launch\n"
+        "def off_by_one(x, *args, **kwargs):\n"
+        "    out = launch(x, *args, **kwargs)\n"
+        "    args[9].add_(1.0)  # y, the output\n"
+        "    return out\n"
+        "gemv._launch = off_by_one\n"
+        f"sys.exit(bench_gemv_configs.main(['--tiny', '--linears', 'o', '--out', {str(tmp_path / 'x.json')!r}]))\n")
+    run = subprocess.run([sys.executable, str(script)], env={**os.environ, "TRITON_INTERPRET": "1"},
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode != 0 and "max error" in run.stderr + run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+    assert not (tmp_path / "x.json").exists()
 
 
 def test_decode_code_lists_the_launches_with_their_source_nodes(tmp_path):
@@ -188,7 +211,6 @@ def test_prefill_kernels_bench_sdpa_forms_tiny_cpu(tmp_path):
 def test_gemv_design_probe_tiny_interpreted(tmp_path):
     """Every accumulation and norm design of the probe's kernel runs (each checked against eager's math inside)
     and is timed next to the read floor."""
-    import subprocess
 
     if reason := interpreter_blocker():
         pytest.skip(reason)
