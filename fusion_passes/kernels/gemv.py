@@ -59,6 +59,10 @@ epilogue operands (the o / down residual, RoPE's cos / sin) requested together w
 grid that is a multiple of a head's blocks, cos / sin loaded once per program (``logs/s20_run3``: the cache-writing
 q/k/v still 0.14-0.17 us behind the tiled entry, as in session 17). Sizing the grid so that every program takes the
 same number of blocks gained nothing either (``logs/s20_run1/split_gemv_grids.json``).
+Session 26 found why the cache-writing q/k/v lost in the persistent form: its per-block column math divided by the
+head sizes, then run-time arguments (sm_90: 379 instructions and 80 registers per block, against 318 and 64). With
+``ROPE_DIM`` and ``HEAD_DIM`` constexprs it is faster than the tiled form at the 1B and 8B shapes
+(``logs/s26_run3``, ``s26_run7``), and ``gemv_table.PERSISTENT`` lists it there.
 
 Tile sizes are autotuned per shape.
 
