@@ -574,7 +574,7 @@ def _block_m(m: int) -> int:
 def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y,
             rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0, prefetch: Optional[bool] = None,
             caches=(None, None, None), cache_index=None, index_base: bool = False,
-            config: Optional[dict] = None, biases=(None, None, None), gelu_tanh: bool = False) -> None:
+            config: Optional[dict] = None, biases=(None, None, None), gelu_tanh: bool = False):
     """Launch the kernel into ``y``; ``config`` (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages) skips the
     autotuner (the interpreter always does: it would time every config), and then the compiled kernel is returned
     (its ``n_regs`` and ``n_spills``, for the benchmarks)."""
