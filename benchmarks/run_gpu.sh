@@ -33,6 +33,7 @@
 #   bash benchmarks/run_gpu.sh s26       # after constdims: decode_gemv GPU tests, the chain before / after, 1B decode
 #   bash benchmarks/run_gpu.sh kvsweep [model]  # every persistent config of the cache-writing q/k/v, checked, timed
 #   bash benchmarks/run_gpu.sh s26_final  # the chain per linear and the 8B decode step with the final table
+#   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
 #   bash benchmarks/run_gpu.sh ncu [model]  # Nsight Compute counters (DRAM throughput, occupancy, stall reasons) of the
 #                                           decode GEMVs and of a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
@@ -268,6 +269,16 @@ case "${1:-}" in
     timeout 240 python3 benchmarks/bench_e2e.py --model llama-8b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 200 \
       --out "$OUT/e2e_decode_s26_final_llama-8b_eager.json" 2>&1 | grep -v Warning | tail -4 ;;
+  regcap)  # (session 26) the persistent configs' register cap (maxnreg in the config kwargs): the 1B graphed decode step
+           # through Inductor, then the chain's GEMVs with the previous commit (benchmarks/_old, untracked) and this one
+    timeout 150 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
+      --variants fusion_passes+graphstep --budget-s 60 --out "$OUT/e2e_decode_regcap_llama-1b_eager.json" 2>&1 \
+      | grep -v Warning | tail -3
+    for ver in old new; do
+      pp=.; [ $ver = old ] && pp=benchmarks/_old:.
+      PYTHONPATH=$pp timeout 60 python3 benchmarks/bench_gemv_chain.py --variants ours \
+        --out "$OUT/gemv_chain_regcap_$ver.json" 2>&1 | grep -v Warn | grep "ours"
+    done ;;
   prefill_host)  # session 20: llama-1b prefill 512 x 1 without CUDA graphs (the README's one prefill loss), then
                  # its host time vs GPU-busy time and the top host functions, stock vs ours, eager attention
     timeout 240 python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads prefill-512 --batches 1 \
@@ -438,6 +449,6 @@ case "${1:-}" in
     done ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|overhead" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead" >&2
      exit 2 ;;
 esac

@@ -524,11 +524,27 @@ if triton is not None:
 
 
 
+REGISTERS_PER_SM = 65536  # every NVIDIA GPU since Volta; allocated per warp, in units of 8 registers a thread
+
+
+def _with_register_cap(config: dict) -> dict:
+    """A persistent config (PERSIST > 0) with ``maxnreg``: its PERSIST programs per SM must all reside at once (each
+    takes every P-th block; one that does not fit waits for a second wave). Registers depend on the Triton version:
+    triton 3.8 compiles the 1B down (3 programs of 8 warps a SM) to 86 a thread, past the 85 that fit, and to 80
+    with no spill under the cap (tests/kernels/test_compile_for_hopper.py). ``maxnreg`` sits among the config's
+    kwargs, not in ``triton.Config(maxnreg=)``: Inductor's code for a user kernel keeps the kwargs of its configs
+    and drops that field (``config_to_dict``), then turns the key back into the option (``config_from_dict``)."""
+    if not config.get("PERSIST"):
+        return config
+    cap = REGISTERS_PER_SM // (config["PERSIST"] * config["num_warps"] * 32) // 8 * 8
+    return {**config, "maxnreg": min(cap, 255)}
+
+
 @functools.lru_cache(maxsize=None)
 def _fixed_kernel(entry: tuple):
     """The kernel with one config, ``gemv_table``'s (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages[, ACC1D]):
     an autotuner of one config, which Inductor launches without timing anything."""
-    c = gemv_table.as_config(entry)
+    c = _with_register_cap(gemv_table.as_config(entry))
     warps, stages = c.pop("num_warps"), c.pop("num_stages")
     return triton.autotune(configs=[triton.Config(c, num_warps=warps, num_stages=stages)], key=_KEY)(_gemv_kernel)
 
@@ -632,6 +648,8 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         if config["PERSIST"] and (meta["BLOCK_M"] != 1 or config["BLOCK_K"] < k):
             raise ValueError(f"decode_gemv: the persistent form needs M = 1 and BLOCK_K >= K ({k}), got M = {m}, "
                              f"BLOCK_K = {config['BLOCK_K']}")
+        if x.device.type == "cuda":  # the interpreter takes no compiler options
+            config = _with_register_cap(config)
         return _gemv_kernel[grid(config)](*args, **meta, **config)
     else:
         kernel = _gemv_m16 if meta["BLOCK_M"] > 1 else _m1_kernel(x.device, meta, k, n0, n1, n2, prefetch)

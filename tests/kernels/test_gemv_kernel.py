@@ -471,6 +471,16 @@ def _one_config(kernel) -> tuple:
     return (kw["BLOCK_N"], kw["BLOCK_K"], kw["PREFETCH"], c.num_warps, c.num_stages, *extra)
 
 
+@pytest.mark.parametrize("persist, warps, cap", [(3, 8, 80), (4, 8, 64), (6, 4, 80), (8, 4, 64), (2, 4, 255)])
+def test_persistent_configs_cap_registers_so_every_program_fits_one_sm(persist, warps, cap):
+    """PERSIST programs of num_warps warps share an SM's 64K registers (8-register units): the cap is the most each
+    thread may use; a tiled config (PERSIST 0) is left alone."""
+    config = dict(BLOCK_N=1, BLOCK_K=4096, PREFETCH=True, ACC1D=True, PERSIST=persist, num_warps=warps, num_stages=1)
+    assert gemv._with_register_cap(config) == {**config, "maxnreg": cap}
+    tiled = dict(config, PERSIST=0)
+    assert gemv._with_register_cap(tiled) == tiled
+
+
 @pytest.mark.autotuners
 @pytest.mark.skipif(not gemv.HAS_TRITON or gemv.INTERPRETED, reason="inspects the autotuners of the compiled kernel")
 def test_m1_launch_runs_the_measured_config_of_its_device_and_shape(monkeypatch):
@@ -484,7 +494,10 @@ def test_m1_launch_runs_the_measured_config_of_its_device_and_shape(monkeypatch)
     for (device, form, k, n0, n1, n2), entry in gemv_table.TABLE.items():
         monkeypatch.setattr(gemv, "_device_name", lambda _, name=device: name)
         persistent = gemv_table.PERSISTENT.get((device, form, k, n0, n1, n2), entry)
-        assert _one_config(gemv._m1_kernel(cuda, _meta(form), k, n0, n1, n2, None)) == persistent
+        kernel = gemv._m1_kernel(cuda, _meta(form), k, n0, n1, n2, None)
+        assert _one_config(kernel) == persistent
+        # in the config's kwargs, which Inductor's code for the kernel keeps (test_compile_for_hopper checks the fit)
+        assert ("maxnreg" in kernel.configs[0].kwargs) == (persistent is not entry)
         monkeypatch.setenv(gemv_table.POLICY_ENV, "tiled")
         assert _one_config(gemv._m1_kernel(cuda, _meta(form), k, n0, n1, n2, None)) == entry
         monkeypatch.delenv(gemv_table.POLICY_ENV)
