@@ -75,8 +75,9 @@ TABLE = {
 # gemv_configs_constdims_*.json: the kernel before and after, per model in alternation; logs/s26_run7, every
 # persistent config; us: run 3 / run 7 against the tiled entry's). The 8B takes 3 programs per SM, not 4: as fast
 # within the runs' noise (16.02 / 16.61 us), and at 63 registers 4 programs of 8 warps fill the register file
-# exactly, so a compiler that needs one register more would leave the fourth for a second wave; 3 leave room up to
-# 85. (The 8B RoPE form measured 15.46 us at 4 against 15.79 at 3 in run 3, within that noise: it stays at 3.)
+# exactly, so a compiler that needs one register more would spill under the launch's register cap
+# (gemv._with_register_cap); 3 leave room up to 80. (The 8B RoPE form measured 15.46 us at 4 against 15.79 at 3
+# in run 3, within that noise: it stays at 3.)
 PERSISTENT = {
     ("NVIDIA H200", "rope", 2048, 2048, 512, 512): (1, 2048, True, 4, 1, True, 6),  # 6.01 vs 6.43 us
     ("NVIDIA H200", "kv", 2048, 2048, 512, 512): (1, 2048, True, 4, 1, True, 6),  # 6.40 / 6.51 vs 6.52 / 6.67 us
