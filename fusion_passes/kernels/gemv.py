@@ -62,7 +62,8 @@ same number of blocks gained nothing either (``logs/s20_run1/split_gemv_grids.js
 Session 26 found why the cache-writing q/k/v lost in the persistent form: its per-block column math divided by the
 head sizes, then run-time arguments (sm_90: 379 instructions and 80 registers per block, against 318 and 64). With
 ``ROPE_DIM`` and ``HEAD_DIM`` constexprs it is faster than the tiled form at the 1B and 8B shapes
-(``logs/s26_run3``, ``s26_run7``), and ``gemv_table.PERSISTENT`` lists it there.
+(``logs/s26_run3``, ``s26_run7``), and ``gemv_table.PERSISTENT`` lists it there. Persistent launches cap the
+registers a thread may take (``_with_register_cap``) so that all PERSIST programs fit one SM with any Triton version.
 
 Tile sizes are autotuned per shape.
 
