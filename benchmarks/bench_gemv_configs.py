@@ -114,26 +114,24 @@ def linear_calls(name: str, cfg: dict, device, dtype, copies: int | None = None)
     caches = (None, *(torch.zeros(1, cfg["num_key_value_heads"], 1280, d, device=device, dtype=dtype)
                       for _ in range(2))) if name == "qkv_kv" else (None, None, None)
     pos = torch.tensor([1000], device=device)
-    y = torch.empty(1, gemv._out_width(*(sets[0] + [None] * (3 - len(widths))), res, silu), device=device,
-                    dtype=dtype)
+    first = sets[0] + [None] * (3 - len(widths))  # w0, w1, w2 of the first copy
+    y = torch.empty(1, gemv._out_width(*first, res, silu), device=device, dtype=dtype)
+    expected = gemv.reference(x, *first, nw, 1e-5, 0.0, True, res, silu, *rope)
 
-    expected = gemv.reference(x, *(sets[0] + [None] * (3 - len(widths))), nw, 1e-5, 0.0, True, res, silu, *rope)
-
-    def check(config) -> float:
+    def check(config) -> tuple[float, object]:
         """One launch of ``config`` on the first weights: its largest error against the torch reference (so that a
-        fast config that computes something else is caught here, not in a decode step)."""
-        w3 = sets[0] + [None] * (3 - len(widths))
-        gemv._launch(x, *w3, nw, 1e-5, 0.0, True, res, silu, y, *rope, caches=caches, cache_index=pos, config=config)
-        return (y.float() - expected.float()).abs().max().item()
+        fast config that computes something else is caught here, not in a decode step), and the compiled kernel
+        ``gemv._launch`` returns (its registers)."""
+        kernel = gemv._launch(x, *first, nw, 1e-5, 0.0, True, res, silu, y, *rope, caches=caches, cache_index=pos,
+                              config=config)
+        return (y.float() - expected.float()).abs().max().item(), kernel
 
     def launch(config, prefetch=None):
-        """``config``: one config; None with ``prefetch`` set: the autotuner (None with None: the shipped choice).
-        Returns the last launch's compiled kernel where ``gemv._launch`` returns it (a given config)."""
+        """``config``: one config; None with ``prefetch`` set: the autotuner (None with None: the shipped choice)."""
         for ws in sets:
             w3 = ws + [None] * (3 - len(ws))
-            kernel = gemv._launch(x, *w3, nw, 1e-5, 0.0, True, res, silu, y, *rope, prefetch=prefetch,
-                                  caches=caches, cache_index=pos, config=config)
-        return kernel
+            gemv._launch(x, *w3, nw, 1e-5, 0.0, True, res, silu, y, *rope, prefetch=prefetch, caches=caches,
+                         cache_index=pos, config=config)
 
     return nbytes, calls, launch, check
 
@@ -193,11 +191,11 @@ def main(argv=None) -> int:
             continue
         rows = []
         for c in configs:
-            err = check(c)
+            err, kernel = check(c)
             if not err <= MAX_ERROR[dtype]:  # also NaN
                 raise SystemExit(f"[configs] {model} {name} {config_name(c)}: max error {err} against the reference")
             us = us_per_call(lambda c=c: launch(c), calls, device)
-            kernel = launch(c)  # registers: a persistent config whose PERSIST programs do not fit one SM runs twice
+            # registers: a persistent config whose PERSIST programs do not fit one SM runs twice
             regs = dict(n_regs=getattr(kernel, "n_regs", None), n_spills=getattr(kernel, "n_spills", None))
             rows.append(dict(model=model, linear=name, config=config_name(c), us=round(us, 2),
                              tb_s=round(nbytes / us / 1e6, 3), max_error=err, **regs, **c))

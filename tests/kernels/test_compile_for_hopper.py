@@ -100,7 +100,8 @@ def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late):
     asm = compile_for_hopper(gemv._gemv_kernel, types, gemv_flags(
         CONCAT_W=concat, HAS_NORM=norm, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=silu, HAS_RES=res, ROPE=rope,
         CACHE_MASK=cache_mask, IDX_BASE=mode.endswith("index_base"), BLOCK_M=block_m, BLOCK_N=16, BLOCK_K=256,
-        ROPE_DIM=64 if rope else 0, HEAD_DIM=64 if cache_mask else 1, PREFETCH=prefetch, ACC1D=acc1d, NORM_LATE=norm_late, BIAS_MASK=bias_mask, GELU_TANH="gelu" in mode),
+        ROPE_DIM=64 if rope else 0, HEAD_DIM=64 if cache_mask else 1, PREFETCH=prefetch, ACC1D=acc1d,
+        NORM_LATE=norm_late, BIAS_MASK=bias_mask, GELU_TANH="gelu" in mode),
         num_warps=4,
         num_stages=3, aligned=[n for n, t in types.items() if t.startswith("*") or n in ("K", "stride_x", "stride_y")])
     assert "cubin" in asm and ".target sm_90" in asm["ptx"]
