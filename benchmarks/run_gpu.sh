@@ -33,6 +33,7 @@
 #   bash benchmarks/run_gpu.sh s26       # after constdims: decode_gemv GPU tests, the chain before / after, 1B decode
 #   bash benchmarks/run_gpu.sh kvsweep [model]  # every persistent config of the cache-writing q/k/v, checked, timed
 #   bash benchmarks/run_gpu.sh s26_final  # the chain per linear and the 8B decode step with the final table
+#   bash benchmarks/run_gpu.sh s27 [model]  # persistent q/k/v and gate/up configs: one joined row sum, two blocks ahead
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
 #   bash benchmarks/run_gpu.sh ncu [model]  # Nsight Compute counters (DRAM throughput, occupancy, stall reasons) of the
 #                                           decode GEMVs and of a kernel that only reads the same weights
@@ -279,6 +280,24 @@ case "${1:-}" in
       PYTHONPATH=$pp timeout 60 python3 benchmarks/bench_gemv_chain.py --variants ours \
         --out "$OUT/gemv_chain_regcap_$ver.json" 2>&1 | grep -v Warn | grep "ours"
     done ;;
+  s27)  # (session 27) the persistent configs of the cache-writing q/k/v and of gate/up: the previous commit's kernel
+        # (benchmarks/_old, untracked; two row sums) vs this one (one joined sum; also two blocks requested ahead),
+        # per model in alternation; then this kernel's persistent-form tests on CUDA
+    for model in ${2:-llama-1b llama-8b}; do
+      for ver in old new; do
+        pp=.; ahead="1 2"; [ $ver = old ] && pp=benchmarks/_old:. && ahead=1
+        args="--model $model --linears qkv_kv gate_up --persistent-only --per-sm 2 3 4 6 8 --block-n 1 --warps 4 8"
+        for i in 0 1 2 3 4 5 6 7; do
+          PYTHONPATH=$pp timeout 150 python3 benchmarks/bench_gemv_configs.py $args --ahead $ahead --compile-only \
+            --shard $i/8 > /dev/null 2>&1 &
+        done
+        wait
+        PYTHONPATH=$pp timeout 150 python3 benchmarks/bench_gemv_configs.py $args --ahead $ahead \
+          --out "$OUT/gemv_configs_s27_${ver}_$model.json" 2>&1 | grep -v Warn | tail -8
+      done
+    done
+    timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_gemv_kernel.py -k persistent 2>&1 \
+      | tee "$OUT/gemv_kernel_tests.log" | tail -3 ;;
   prefill_host)  # session 20: llama-1b prefill 512 x 1 without CUDA graphs (the README's one prefill loss), then
                  # its host time vs GPU-busy time and the top host functions, stock vs ours, eager attention
     timeout 240 python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads prefill-512 --batches 1 \
