@@ -33,7 +33,8 @@
 #   bash benchmarks/run_gpu.sh s26       # after constdims: decode_gemv GPU tests, the chain before / after, 1B decode
 #   bash benchmarks/run_gpu.sh kvsweep [model]  # every persistent config of the cache-writing q/k/v, checked, timed
 #   bash benchmarks/run_gpu.sh s26_final  # the chain per linear and the 8B decode step with the final table
-#   bash benchmarks/run_gpu.sh s27 [model]  # persistent q/k/v and gate/up configs: one joined row sum, two blocks ahead
+#   bash benchmarks/run_gpu.sh s27 [model]  # persistent q/k/v and gate/up configs: two row sums vs one joined sum
+#   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
 #   bash benchmarks/run_gpu.sh ncu [model]  # Nsight Compute counters (DRAM throughput, occupancy, stall reasons) of the
 #                                           decode GEMVs and of a kernel that only reads the same weights
@@ -281,23 +282,37 @@ case "${1:-}" in
         --out "$OUT/gemv_chain_regcap_$ver.json" 2>&1 | grep -v Warn | grep "ours"
     done ;;
   s27)  # (session 27) the persistent configs of the cache-writing q/k/v and of gate/up: the previous commit's kernel
-        # (benchmarks/_old, untracked; two row sums) vs this one (one joined sum; also two blocks requested ahead),
-        # per model in alternation; then this kernel's persistent-form tests on CUDA
+        # (benchmarks/_old, untracked; two row sums) vs this one (one joined sum), per model in alternation; then this
+        # kernel's persistent-form tests on CUDA (logs/s27_run1 also swept two blocks requested ahead, since removed)
     for model in ${2:-llama-1b llama-8b}; do
       for ver in old new; do
-        pp=.; ahead="1 2"; [ $ver = old ] && pp=benchmarks/_old:. && ahead=1
+        pp=.; [ $ver = old ] && pp=benchmarks/_old:.
         args="--model $model --linears qkv_kv gate_up --persistent-only --per-sm 2 3 4 6 8 --block-n 1 --warps 4 8"
         for i in 0 1 2 3 4 5 6 7; do
-          PYTHONPATH=$pp timeout 150 python3 benchmarks/bench_gemv_configs.py $args --ahead $ahead --compile-only \
-            --shard $i/8 > /dev/null 2>&1 &
+          PYTHONPATH=$pp timeout 150 python3 benchmarks/bench_gemv_configs.py $args --compile-only --shard $i/8 \
+            > /dev/null 2>&1 &
         done
         wait
-        PYTHONPATH=$pp timeout 150 python3 benchmarks/bench_gemv_configs.py $args --ahead $ahead \
+        PYTHONPATH=$pp timeout 150 python3 benchmarks/bench_gemv_configs.py $args \
           --out "$OUT/gemv_configs_s27_${ver}_$model.json" 2>&1 | grep -v Warn | tail -8
       done
     done
     timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_gemv_kernel.py -k persistent 2>&1 \
       | tee "$OUT/gemv_kernel_tests.log" | tail -3 ;;
+  s27_step)  # (session 27) after s27: the decode_gemv GPU tests, the chain per linear with the previous commit's
+             # kernel (benchmarks/_old) and this one in alternation (twice), then the 1B graphed decode step
+    timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider tests/patterns/test_decode_gemv.py 2>&1 \
+      | tee "$OUT/gpu_tests_decode_gemv.log" | tail -3
+    for round in 1 2; do
+      for ver in old new; do
+        pp=.; [ $ver = old ] && pp=benchmarks/_old:.
+        PYTHONPATH=$pp timeout 100 python3 benchmarks/bench_gemv_chain.py --variants ours \
+          --out "$OUT/gemv_chain_s27_${ver}_$round.json" 2>&1 | grep -v Warn | grep ours
+      done
+    done
+    timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
+      --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \
+      --out "$OUT/e2e_decode_s27_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -4 ;;
   prefill_host)  # session 20: llama-1b prefill 512 x 1 without CUDA graphs (the README's one prefill loss), then
                  # its host time vs GPU-busy time and the top host functions, stock vs ours, eager attention
     timeout 240 python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads prefill-512 --batches 1 \

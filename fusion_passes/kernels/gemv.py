@@ -355,12 +355,8 @@ if triton is not None:
             if CONCAT_W == 3:
                 n_blocks += tl.cdiv(N2 // PAIR, BLOCK_N)
             step = tl.num_programs(0)
-            AHEAD: tl.constexpr = 2 if PREFETCH == 2 else 1  # blocks requested ahead of the one being reduced
             w, u = _load_block(W0, W1, W2, N0, N1, N2, pid, K, CONCAT_W, PAIR, ROPE, ROPE_DIM, SILU_MUL,
                                TWO, BLOCK_N, BLOCK_K)
-            if AHEAD == 2:
-                w1, u1 = _load_block(W0, W1, W2, N0, N1, N2, pid + step, K, CONCAT_W, PAIR, ROPE, ROPE_DIM,
-                                     SILU_MUL, TWO, BLOCK_N, BLOCK_K)
             rk = tl.arange(0, BLOCK_K)
             xf = tl.load(X + rk[None, :], mask=rk[None, :] < K, other=0.0).to(tl.float32)  # [1, BLOCK_K]
             if HAS_NORM:  # the exact form: eager's roundings, the whole row in one tile
@@ -373,8 +369,8 @@ if triton is not None:
                     nw = nw + norm_offset
                 xf = (xf * nw[None, :]).to(T).to(tl.float32)
             for blk_id in range(pid, n_blocks, step):
-                w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + AHEAD * step, K, CONCAT_W,
-                                             PAIR, ROPE, ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
+                w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR,
+                                             ROPE, ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
                 w_ptr, blk, n_lim, col0, w_idx = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR,
                                                                BLOCK_N)
                 rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL,
@@ -388,10 +384,7 @@ if triton is not None:
                 _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
                           stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
                           SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
-                if AHEAD == 2:
-                    w, u, w1, u1 = w1, u1, w_next, u_next
-                else:
-                    w, u = w_next, u_next
+                w, u = w_next, u_next
         else:
             w_ptr, blk, n_lim, col0, w_idx = _weight_block(pid, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
             rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL, BLOCK_N)
