@@ -34,6 +34,7 @@
 #   bash benchmarks/run_gpu.sh kvsweep [model]  # every persistent config of the cache-writing q/k/v, checked, timed
 #   bash benchmarks/run_gpu.sh s26_final  # the chain per linear and the 8B decode step with the final table
 #   bash benchmarks/run_gpu.sh s27 [model]  # persistent q/k/v and gate/up configs: two row sums vs one joined sum
+#   bash benchmarks/run_gpu.sh s27_tests  # decode_gemv GPU tests and the GEMV kernel's CUDA tests, side by side
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
 #   bash benchmarks/run_gpu.sh ncu [model]  # Nsight Compute counters (DRAM throughput, occupancy, stall reasons) of the
@@ -313,6 +314,13 @@ case "${1:-}" in
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \
       --out "$OUT/e2e_decode_s27_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -4 ;;
+  s27_tests)  # (session 27) the joined row sum's GPU tests, side by side: decode_gemv through Inductor, the kernel on CUDA
+    (timeout 450 python3 -m pytest -m gpu -q -p no:cacheprovider tests/patterns/test_decode_gemv.py \
+      > "$OUT/gpu_tests_decode_gemv.log" 2>&1) &
+    (timeout 450 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_gemv_kernel.py \
+      > "$OUT/gemv_kernel_tests.log" 2>&1) &
+    wait
+    tail -3 "$OUT/gpu_tests_decode_gemv.log"; tail -3 "$OUT/gemv_kernel_tests.log" ;;
   prefill_host)  # session 20: llama-1b prefill 512 x 1 without CUDA graphs (the README's one prefill loss), then
                  # its host time vs GPU-busy time and the top host functions, stock vs ours, eager attention
     timeout 240 python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads prefill-512 --batches 1 \
