@@ -34,7 +34,7 @@
 #   bash benchmarks/run_gpu.sh kvsweep [model]  # every persistent config of the cache-writing q/k/v, checked, timed
 #   bash benchmarks/run_gpu.sh s26_final  # the chain per linear and the 8B decode step with the final table
 #   bash benchmarks/run_gpu.sh s27 [model]  # persistent q/k/v and gate/up configs: two row sums vs one joined sum
-#   bash benchmarks/run_gpu.sh s27_tests  # q/k/v configs: cos / sin before vs after the reduction; then the GEMV GPU tests
+#   bash benchmarks/run_gpu.sh s27_tests  # decode_gemv GPU tests and the GEMV kernel's CUDA tests, side by side
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
 #   bash benchmarks/run_gpu.sh ncu [model]  # Nsight Compute counters (DRAM throughput, occupancy, stall reasons) of the
@@ -314,21 +314,11 @@ case "${1:-}" in
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \
       --out "$OUT/e2e_decode_s27_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -4 ;;
-  s27_tests)  # (session 27) the cache-writing q/k/v's persistent configs with cos / sin requested before the
-              # reduction (this commit) vs after it (the previous commit, benchmarks/_old, untracked), per model in
-              # alternation; then the GPU tests side by side: decode_gemv through Inductor, the GEMV kernel on CUDA
-    for model in llama-1b llama-8b; do
-      cfg="--per-sm 6 --warps 4"; [ $model = llama-8b ] && cfg="--per-sm 3 4 --warps 8"  # the table's, and 8B's P4
-      for ver in old new; do
-        pp=.; [ $ver = old ] && pp=benchmarks/_old:.
-        args="--model $model --linears qkv_kv --persistent-only --block-n 1 $cfg"
-        PYTHONPATH=$pp timeout 100 python3 benchmarks/bench_gemv_configs.py $args \
-          --out "$OUT/gemv_configs_s27_cs_${ver}_$model.json" 2>&1 | grep -v Warn | tail -4
-      done
-    done
-    (timeout 300 python3 -m pytest -m gpu -q -p no:cacheprovider tests/patterns/test_decode_gemv.py \
+  s27_tests)  # (session 27) the joined row sum's GPU tests, side by side: decode_gemv through Inductor, the GEMV kernel
+              # on CUDA
+    (timeout 320 python3 -m pytest -m gpu -q -p no:cacheprovider tests/patterns/test_decode_gemv.py \
       > "$OUT/gpu_tests_decode_gemv.log" 2>&1) &
-    (timeout 300 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_gemv_kernel.py \
+    (timeout 320 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_gemv_kernel.py \
       > "$OUT/gemv_kernel_tests.log" 2>&1) &
     wait
     tail -3 "$OUT/gpu_tests_decode_gemv.log"; tail -3 "$OUT/gemv_kernel_tests.log" ;;

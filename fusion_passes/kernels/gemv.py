@@ -227,27 +227,12 @@ if triton is not None:
         return rn, rj, n_ok, w_rows, w_rows2
 
     @triton.jit
-    def _rope_tables(COS, SIN, rm, rj, out_mask, stride_cs, ROPE: tl.constexpr, ROPE_DIM: tl.constexpr):
-        """cos / sin [BLOCK_M, BLOCK_N] in fp32 at columns j and j + h of each row's position (zeros without ROPE)."""
-        c1 = (rm[:, None] * 0 + rj[None, :] * 0).to(tl.float32)
-        s1, c2, s2 = c1, c1, c1
-        if ROPE:
-            half: tl.constexpr = ROPE_DIM // 2
-            cs = rm[:, None] * stride_cs + rj[None, :]
-            c1 = tl.load(COS + cs, mask=out_mask, other=0.0).to(tl.float32)
-            s1 = tl.load(SIN + cs, mask=out_mask, other=0.0).to(tl.float32)
-            c2 = tl.load(COS + cs + half, mask=out_mask, other=0.0).to(tl.float32)
-            s2 = tl.load(SIN + cs + half, mask=out_mask, other=0.0).to(tl.float32)
-        return c1, s1, c2, s2
-
-    @triton.jit
-    def _epilogue(y, y_u, rm, m_ok, rn, n_ok, B0, B1, B2, col0, w_idx, pos, R, c1, s1, c2, s2, Y, C0, C1, C2,
-                  stride_r, stride_y, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d, SILU_MUL: tl.constexpr,
+    def _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2, stride_r,
+                  stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d, SILU_MUL: tl.constexpr,
                   GELU_TANH: tl.constexpr, HAS_RES: tl.constexpr, BIAS_MASK: tl.constexpr, ROPE: tl.constexpr,
                   ROPE_DIM: tl.constexpr, CACHE_MASK: tl.constexpr, HEAD_DIM: tl.constexpr):
         """From the fp32 dot products y (and y_u: the up projection's, or the pair's other half) [BLOCK_M, BLOCK_N]
-        of one column block to its stored outputs: bias, rounding, silu * up, residual, rope (c1, s1, c2, s2 from
-        ``_rope_tables``), cache and y stores."""
+        of one column block to its stored outputs: bias, rounding, silu * up, residual, rope, cache and y stores."""
         T = Y.dtype.element_ty
         if BIAS_MASK:  # in fp32 before the one rounding, as addmm's epilogue (B0-B2 all given: stand-ins for absent)
             b_ptr = B0
@@ -276,6 +261,11 @@ if triton is not None:
         if ROPE:
             half: tl.constexpr = ROPE_DIM // 2
             y2 = y_u.to(T)  # the pair's other half: columns j + h
+            cs = rm[:, None] * stride_cs + rj[None, :]
+            c1 = tl.load(COS + cs, mask=out_mask, other=0.0).to(tl.float32)
+            s1 = tl.load(SIN + cs, mask=out_mask, other=0.0).to(tl.float32)
+            c2 = tl.load(COS + cs + half, mask=out_mask, other=0.0).to(tl.float32)
+            s2 = tl.load(SIN + cs + half, mask=out_mask, other=0.0).to(tl.float32)
             a, b = y.to(tl.float32), y2.to(tl.float32)
             ra = ((a * c1).to(T).to(tl.float32) + (-b * s1).to(T).to(tl.float32)).to(T)
             rb = ((b * c2).to(T).to(tl.float32) + (a * s2).to(T).to(tl.float32)).to(T)
@@ -389,17 +379,14 @@ if triton is not None:
                                                                BLOCK_N)
                 rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL,
                                                             BLOCK_N)
-                # requested before the reduction, so that their L2 round trip overlaps it
-                c1, s1, c2, s2 = _rope_tables(COS, SIN, rm, rj, m_ok[:, None] & n_ok[None, :], stride_cs, ROPE,
-                                              ROPE_DIM)
                 if TWO:  # one reduction of both rows' products: half the cross-warp exchanges and barriers
                     y, y_u = tl.split(tl.sum(tl.join(w.to(tl.float32) * xf, u.to(tl.float32) * xf), axis=1))
                     y, y_u = y[None, :], y_u[None, :]
                 else:
                     y = tl.sum(w.to(tl.float32) * xf, axis=1)[None, :]
                     y_u = y
-                _epilogue(y, y_u, rm, m_ok, rn, n_ok, B0, B1, B2, col0, w_idx, pos, R, c1, s1, c2, s2, Y, C0, C1,
-                          C2, stride_r, stride_y, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
+                _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
+                          stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
                           SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
                 w, u = w_next, u_next
         else:
@@ -408,9 +395,8 @@ if triton is not None:
             y, y_u = _tiled_dot(X, NW, w_rows, w_rows2, rm, m_ok, n_ok, K, stride_x, eps, norm_offset, HAS_NORM,
                                 NORM_LATE, NORM_CAST, NORM_OFFSET, TWO, BLOCK_M, BLOCK_N, BLOCK_K, PREFETCH, ACC1D,
                                 PRECISION)
-            c1, s1, c2, s2 = _rope_tables(COS, SIN, rm, rj, m_ok[:, None] & n_ok[None, :], stride_cs, ROPE, ROPE_DIM)
-            _epilogue(y, y_u, rm, m_ok, rn, n_ok, B0, B1, B2, col0, w_idx, pos, R, c1, s1, c2, s2, Y, C0, C1, C2,
-                      stride_r, stride_y, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
+            _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
+                      stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
                       SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
 
     @triton.jit
