@@ -316,9 +316,9 @@ case "${1:-}" in
       --out "$OUT/e2e_decode_s27_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -4 ;;
   s27_tests)  # (session 27) the joined row sum's GPU tests, side by side: decode_gemv through Inductor, the GEMV kernel
               # on CUDA
-    (timeout 290 python3 -m pytest -m gpu -q -p no:cacheprovider tests/patterns/test_decode_gemv.py \
+    (timeout ${S27_LIMIT:-290} python3 -m pytest -m gpu -q -p no:cacheprovider tests/patterns/test_decode_gemv.py \
       > "$OUT/gpu_tests_decode_gemv.log" 2>&1) &
-    (timeout 290 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_gemv_kernel.py \
+    (timeout ${S27_LIMIT:-290} python3 -m pytest -q -p no:cacheprovider tests/kernels/test_gemv_kernel.py \
       > "$OUT/gemv_kernel_tests.log" 2>&1) &
     wait
     tail -3 "$OUT/gpu_tests_decode_gemv.log"; tail -3 "$OUT/gemv_kernel_tests.log" ;;
