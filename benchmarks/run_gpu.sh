@@ -35,6 +35,8 @@
 #   bash benchmarks/run_gpu.sh s26_final  # the chain per linear and the 8B decode step with the final table
 #   bash benchmarks/run_gpu.sh s27 [model]  # persistent q/k/v and gate/up configs: two row sums vs one joined sum
 #   bash benchmarks/run_gpu.sh s27_tests  # decode_gemv GPU tests and the GEMV kernel's CUDA tests, side by side
+#   bash benchmarks/run_gpu.sh s28       # RoPE's cos / sin requested before the reduction vs after (benchmarks/_old)
+#   bash benchmarks/run_gpu.sh s28b      # the block after next requested into L2 (PREFETCH 2) vs not
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
 #   bash benchmarks/run_gpu.sh ncu [model]  # Nsight Compute counters (DRAM throughput, occupancy, stall reasons) of the
@@ -322,6 +324,52 @@ case "${1:-}" in
       > "$OUT/gemv_kernel_tests.log" 2>&1) &
     wait
     tail -3 "$OUT/gpu_tests_decode_gemv.log"; tail -3 "$OUT/gemv_kernel_tests.log" ;;
+  s28)  # (session 28) RoPE's cos / sin requested before the persistent loop's reduction (this kernel) vs after it, in
+        # the epilogue (benchmarks/_old, untracked): the cache-writing q/k/v's persistent configs per model in
+        # alternation, then the chain per linear old / new twice
+    for model in llama-1b llama-8b; do
+      for ver in old new; do
+        pp=.; [ $ver = old ] && pp=benchmarks/_old:.
+        args="--model $model --linears qkv_kv --persistent-only --per-sm 3 4 6 8 --block-n 1 --warps 4 8"
+        for i in 0 1 2 3 4 5 6 7; do
+          PYTHONPATH=$pp timeout 120 python3 benchmarks/bench_gemv_configs.py $args --compile-only --shard $i/8 \
+            > /dev/null 2>&1 &
+        done
+        wait
+        PYTHONPATH=$pp timeout 120 python3 benchmarks/bench_gemv_configs.py $args \
+          --out "$OUT/gemv_configs_s28_${ver}_$model.json" 2>&1 | grep -v Warn | tail -4
+      done
+    done
+    for round in 1 2; do
+      for ver in old new; do
+        pp=.; [ $ver = old ] && pp=benchmarks/_old:.
+        PYTHONPATH=$pp timeout 80 python3 benchmarks/bench_gemv_chain.py --variants ours \
+          --out "$OUT/gemv_chain_s28_${ver}_$round.json" 2>&1 | grep -v Warn | grep ours
+      done
+    done ;;
+  s28b)  # (session 28) each persistent block also requests the block after next into L2 (PREFETCH 2, PTX prefetch):
+         # every persistent linear's configs with and without it, per model; then the chain per linear, the table as
+         # is vs its persistent entries with PREFETCH 2 (benchmarks/_l2, made here), in alternation, twice
+    for model in llama-1b llama-8b; do
+      args="--model $model --linears qkv_kv gate_up o down --persistent-only --per-sm 3 4 6 8 --block-n 1 --warps 4 8"
+      args="$args --ahead 1 2"
+      for i in 0 1 2 3 4 5 6 7; do
+        timeout 150 python3 benchmarks/bench_gemv_configs.py $args --compile-only --shard $i/8 > /dev/null 2>&1 &
+      done
+      wait
+      timeout 150 python3 benchmarks/bench_gemv_configs.py $args --out "$OUT/gemv_configs_s28_l2_$model.json" 2>&1 \
+        | grep -v Warn | tail -6
+    done
+    rm -rf benchmarks/_l2 && mkdir -p benchmarks/_l2 && cp -r fusion_passes benchmarks/_l2/
+    printf '\nPERSISTENT = {k: v[:2] + (2,) + v[3:] for k, v in PERSISTENT.items()}\n' \
+      >> benchmarks/_l2/fusion_passes/kernels/gemv_table.py
+    for round in 1 2; do
+      for ver in table l2; do
+        pp=.; [ $ver = l2 ] && pp=benchmarks/_l2:.
+        PYTHONPATH=$pp timeout 80 python3 benchmarks/bench_gemv_chain.py --variants ours \
+          --out "$OUT/gemv_chain_s28_${ver}_$round.json" 2>&1 | grep -v Warn | grep ours | grep -v "{"
+      done
+    done ;;
   prefill_host)  # session 20: llama-1b prefill 512 x 1 without CUDA graphs (the README's one prefill loss), then
                  # its host time vs GPU-busy time and the top host functions, stock vs ours, eager attention
     timeout 240 python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads prefill-512 --batches 1 \
