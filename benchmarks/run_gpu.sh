@@ -35,8 +35,8 @@
 #   bash benchmarks/run_gpu.sh s26_final  # the chain per linear and the 8B decode step with the final table
 #   bash benchmarks/run_gpu.sh s27 [model]  # persistent q/k/v and gate/up configs: two row sums vs one joined sum
 #   bash benchmarks/run_gpu.sh s27_tests  # decode_gemv GPU tests and the GEMV kernel's CUDA tests, side by side
-#   bash benchmarks/run_gpu.sh s28       # RoPE's cos / sin requested before the reduction vs after (benchmarks/_old)
-#   bash benchmarks/run_gpu.sh s28b      # the block after next requested into L2 (PREFETCH 2) vs not
+#   bash benchmarks/run_gpu.sh s28       # RoPE's cos / sin requested before the reduction vs after (a705767's kernel)
+#   bash benchmarks/run_gpu.sh s28b      # the block after next requested into L2 (b881331's PREFETCH 2) vs not
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
 #   bash benchmarks/run_gpu.sh ncu [model]  # Nsight Compute counters (DRAM throughput, occupancy, stall reasons) of the
@@ -324,8 +324,8 @@ case "${1:-}" in
       > "$OUT/gemv_kernel_tests.log" 2>&1) &
     wait
     tail -3 "$OUT/gpu_tests_decode_gemv.log"; tail -3 "$OUT/gemv_kernel_tests.log" ;;
-  s28)  # (session 28) RoPE's cos / sin requested before the persistent loop's reduction (this kernel) vs after it, in
-        # the epilogue (benchmarks/_old, untracked): the cache-writing q/k/v's persistent configs per model in
+  s28)  # (session 28) RoPE's cos / sin requested before the persistent loop's reduction (commit a705767's kernel,
+        # checked out then) vs after it, in the epilogue (benchmarks/_old, untracked: this commit's): the cache-writing q/k/v's persistent configs per model in
         # alternation, then the chain per linear old / new twice
     for model in llama-1b llama-8b; do
       for ver in old new; do
@@ -347,8 +347,8 @@ case "${1:-}" in
           --out "$OUT/gemv_chain_s28_${ver}_$round.json" 2>&1 | grep -v Warn | grep ours
       done
     done ;;
-  s28b)  # (session 28) each persistent block also requests the block after next into L2 (PREFETCH 2, PTX prefetch):
-         # every persistent linear's configs with and without it, per model; then the chain per linear, the table as
+  s28b)  # (session 28) each persistent block also requests the block after next into L2 (PREFETCH 2, PTX prefetch;
+         # the kernel and bench_gemv_configs --ahead of commit b881331, since removed): every persistent linear's configs with and without it, per model; then the chain per linear, the table as
          # is vs its persistent entries with PREFETCH 2 (benchmarks/_l2, made here), in alternation, twice
     for model in llama-1b llama-8b; do
       args="--model $model --linears qkv_kv gate_up o down --persistent-only --per-sm 3 4 6 8 --block-n 1 --warps 4 8"

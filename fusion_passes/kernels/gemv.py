@@ -373,9 +373,6 @@ if triton is not None:
                     nw = nw + norm_offset
                 xf = (xf * nw[None, :]).to(T).to(tl.float32)
             for blk_id in range(pid, n_blocks, step):
-                if PREFETCH == 2:  # the block after next requested into L2 (no registers): more bytes in flight
-                    _request_block_l2(W0, W1, W2, N0, N1, N2, blk_id + 2 * step, n_blocks, K, CONCAT_W, PAIR, ROPE,
-                                      ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
                 w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR,
                                              ROPE, ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
                 w_ptr, blk, n_lim, col0, w_idx = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR,
@@ -417,24 +414,6 @@ if triton is not None:
         if TWO:
             u = tl.load(w_rows2 + rk[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
         return w, u
-
-    @triton.jit
-    def _request_block_l2(W0, W1, W2, N0, N1, N2, blk_id, n_blocks, K, CONCAT_W: tl.constexpr, PAIR: tl.constexpr,
-                          ROPE: tl.constexpr, ROPE_DIM: tl.constexpr, SILU_MUL: tl.constexpr, TWO: tl.constexpr,
-                          BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-        """Request the persistent form's weight rows of column block blk_id into L2 (PTX ``prefetch.global.L2``, one
-        request per 128-byte line; nothing waits for them, CUDA only); nothing past the last block."""
-        if blk_id < n_blocks:
-            w_ptr, blk, n_lim, _, _ = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
-            _, _, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL, BLOCK_N)
-            LINE: tl.constexpr = 1024 // W0.dtype.element_ty.primitive_bitwidth
-            rl = tl.minimum(tl.arange(0, BLOCK_K // LINE) * LINE, K - 1)[None, :]
-            ok = n_ok[:, None] & (rl >= 0)
-            tl.inline_asm_elementwise("prefetch.global.L2 [$1]; mov.u32 $0, 0;", "=r,l",
-                                      [tl.where(ok, w_rows + rl, W0)], dtype=tl.int32, is_pure=False, pack=1)
-            if TWO:
-                tl.inline_asm_elementwise("prefetch.global.L2 [$1]; mov.u32 $0, 0;", "=r,l",
-                                          [tl.where(ok, w_rows2 + rl, W0)], dtype=tl.int32, is_pure=False, pack=1)
 
     @triton.jit
     def _tiled_dot(X, NW, w_rows, w_rows2, rm, m_ok, n_ok, K, stride_x, eps, norm_offset, HAS_NORM: tl.constexpr,
