@@ -37,6 +37,7 @@
 #   bash benchmarks/run_gpu.sh s27_tests  # decode_gemv GPU tests and the GEMV kernel's CUDA tests, side by side
 #   bash benchmarks/run_gpu.sh s28       # RoPE's cos / sin requested before the reduction vs after (a705767's kernel)
 #   bash benchmarks/run_gpu.sh s28b      # the block after next requested into L2 (b881331's PREFETCH 2) vs not
+#   bash benchmarks/run_gpu.sh s28_steps # the final kernel's graphed decode steps, 1B and 8B: stock vs ours
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
 #   bash benchmarks/run_gpu.sh ncu [model]  # Nsight Compute counters (DRAM throughput, occupancy, stall reasons) of the
@@ -370,6 +371,13 @@ case "${1:-}" in
           --out "$OUT/gemv_chain_s28_${ver}_$round.json" 2>&1 | grep -v Warn | grep ours | grep -v "{"
       done
     done ;;
+  s28_steps)  # (session 28) the final kernel's graphed decode steps, 1B then 8B: stock vs ours, eager attention
+    timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
+      --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \
+      --out "$OUT/e2e_decode_s28_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -4
+    timeout 250 python3 benchmarks/bench_e2e.py --model llama-8b --attn eager --workloads decode-1024 \
+      --variants stock+cudagraphs fusion_passes+graphstep --budget-s 200 \
+      --out "$OUT/e2e_decode_s28_llama-8b_eager.json" 2>&1 | grep -v Warning | tail -4 ;;
   prefill_host)  # session 20: llama-1b prefill 512 x 1 without CUDA graphs (the README's one prefill loss), then
                  # its host time vs GPU-busy time and the top host functions, stock vs ours, eager attention
     timeout 240 python3 benchmarks/bench_e2e.py --attn eager sdpa --workloads prefill-512 --batches 1 \
