@@ -91,6 +91,41 @@ export PYTHONUNBUFFERED=1
 OUT=${OUT:-benchmarks/results}
 # SKIP_INSTALL=1 when two parts run at once after one install, so two pips do not race on the same egg-link.
 [ -n "${SKIP_INSTALL:-}" ] || python3 -m pip install --no-deps --no-build-isolation -e . -q 2>&1 | grep -v WARNING
+# Kernels compared in one call: "new" and "table" import this tree's fusion_passes, any other name V the copy of
+# another commit's package in benchmarks/_V (untracked; benchmarks/_old: the previous commit's).
+pythonpath() { case "$1" in new|table) echo . ;; *) echo "benchmarks/_$1:." ;; esac; }
+
+# sweep_configs NAME "VERSIONS" "MODELS" LIMIT LINES ARGS...: bench_gemv_configs ARGS per model and kernel version
+# (eight processes fill Triton's cache, then one times every config) into gemv_configs_NAME.json, VER and MODEL in
+# NAME replaced; prints the last LINES lines of each. No log file: the device tool returns only a few files.
+sweep_configs() {
+  local name=$1 versions=$2 models=$3 limit=$4 lines=$5 model ver i out
+  shift 5
+  for model in $models; do
+    for ver in $versions; do
+      for i in 0 1 2 3 4 5 6 7; do
+        PYTHONPATH=$(pythonpath $ver) timeout "$limit" python3 benchmarks/bench_gemv_configs.py --model "$model" "$@" \
+          --compile-only --shard $i/8 > /dev/null 2>&1 &
+      done
+      wait
+      out=${name//VER/$ver}
+      PYTHONPATH=$(pythonpath $ver) timeout "$limit" python3 benchmarks/bench_gemv_configs.py --model "$model" "$@" \
+        --out "$OUT/gemv_configs_${out//MODEL/$model}.json" 2>&1 | grep -v Warn | tail -"$lines"
+    done
+  done
+}
+
+# chain_versions NAME "VERSIONS" LIMIT ARGS...: bench_gemv_chain ARGS with each kernel in turn, into
+# gemv_chain_NAME.json with VER in NAME replaced by the version.
+chain_versions() {
+  local name=$1 versions=$2 limit=$3 ver
+  shift 3
+  for ver in $versions; do
+    PYTHONPATH=$(pythonpath $ver) timeout "$limit" python3 benchmarks/bench_gemv_chain.py "$@" \
+      --out "$OUT/gemv_chain_${name//VER/$ver}.json" 2>&1 | grep -v Warn | grep -E "^llama"
+  done
+}
+
 case "${1:-}" in
   tests)  # all of pytest -m gpu (over 330 s on a fresh machine: past one call with anything else; see tests1/2)
     python3 -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
@@ -213,62 +248,28 @@ case "${1:-}" in
       fusion_passes+kv+cudagraphs --budget-s 500 --out "$OUT/e2e_decode_table_$model.json" 2>&1 \
       | grep -v Warning | tail -14 ;;
   configs)  # Triton compiles the configs in 8 processes first (CPU-bound), then one process times them
-    for i in 0 1 2 3 4 5 6 7; do
-      timeout 300 python3 benchmarks/bench_gemv_configs.py --model "${2:-llama-1b}" --compile-only --shard $i/8 \
-        > /dev/null 2>&1 &  # no log file: the device tool returns only a few files
-    done
-    wait
-    timeout 240 python3 benchmarks/bench_gemv_configs.py --model "${2:-llama-1b}" \
-      --out "$OUT/gemv_configs_${2:-llama-1b}.json" 2>&1 | grep -v Warn | tail -40 ;;
+    sweep_configs MODEL new "${2:-llama-1b}" 300 40 ;;
   persist)  # the persistent GEMV form's configs for ${2:-llama-1b}, next to the table's entries (compiled in 8 processes)
-    for i in 0 1 2 3 4 5 6 7; do
-      timeout 200 python3 benchmarks/bench_gemv_configs.py --model "${2:-llama-1b}" --persistent-only --compile-only \
-        --shard $i/8 > /dev/null 2>&1 &
-    done
-    wait
-    timeout 240 python3 benchmarks/bench_gemv_configs.py --model "${2:-llama-1b}" --persistent-only \
-      --out "$OUT/gemv_configs_persist_${2:-llama-1b}.json" 2>&1 | grep -v Warn | tail -40 ;;
+    sweep_configs persist_MODEL new "${2:-llama-1b}" 240 40 --persistent-only ;;
   constdims)  # (session 26) the persistent q/k/v configs (RoPE form, and with the cache stores) and the table's entry,
               # the kernel of the previous commit (its fusion_passes copied to benchmarks/_old, untracked) vs this one,
               # per model in alternation; then this kernel's tests on CUDA
-    for model in ${2:-llama-1b llama-8b}; do
-      for ver in old new; do
-        pp=.; [ $ver = old ] && pp=benchmarks/_old:.
-        args="--model $model --linears qkv qkv_kv --persistent-only --per-sm 3 4 6 --block-n 1 --warps 4 8"
-        for i in 0 1 2 3 4 5 6 7; do
-          PYTHONPATH=$pp timeout 150 python3 benchmarks/bench_gemv_configs.py $args --compile-only --shard $i/8 \
-            > /dev/null 2>&1 &
-        done
-        wait
-        PYTHONPATH=$pp timeout 150 python3 benchmarks/bench_gemv_configs.py $args \
-          --out "$OUT/gemv_configs_constdims_${ver}_$model.json" 2>&1 | grep -v Warn | tail -14
-      done
-    done
+    sweep_configs constdims_VER_MODEL "old new" "${2:-llama-1b llama-8b}" 150 14 --linears qkv qkv_kv \
+      --persistent-only --per-sm 3 4 6 --block-n 1 --warps 4 8
     timeout 200 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_gemv_kernel.py 2>&1 \
       | tee "$OUT/gemv_kernel_tests.log" | tail -3 ;;
   s26)  # (session 26) after constdims: the decode_gemv GPU tests (the constexprs through Inductor), the chain per linear
         # with the previous commit (benchmarks/_old) and this one in alternation, then the 1B decode step
     timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider tests/patterns/test_decode_gemv.py 2>&1 \
       | tee "$OUT/gpu_tests_decode_gemv.log" | tail -3
-    for ver in old new; do
-      pp=.; [ $ver = old ] && pp=benchmarks/_old:.
-      PYTHONPATH=$pp timeout 120 python3 benchmarks/bench_gemv_chain.py --variants ours read \
-        --out "$OUT/gemv_chain_s26_$ver.json" 2>&1 | grep -v Warn | tail -8
-    done
+    chain_versions s26_VER "old new" 120 --variants ours read
     timeout 240 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 200 \
       --out "$OUT/e2e_decode_s26_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -6 ;;
   kvsweep)  # (session 26) every persistent config of the cache-writing q/k/v with this kernel (constexpr head dims),
             # each checked against the reference, next to the table's entry
-    for model in ${2:-llama-1b llama-8b}; do
-      args="--model $model --linears qkv_kv --persistent-only --per-sm 2 3 4 6"
-      for i in 0 1 2 3 4 5 6 7; do
-        timeout 150 python3 benchmarks/bench_gemv_configs.py $args --compile-only --shard $i/8 > /dev/null 2>&1 &
-      done
-      wait
-      timeout 200 python3 benchmarks/bench_gemv_configs.py $args --out "$OUT/gemv_configs_kvsweep_$model.json" 2>&1 \
-        | grep -v Warn | tail -8
-    done ;;
+    sweep_configs kvsweep_MODEL new "${2:-llama-1b llama-8b}" 200 8 --linears qkv_kv --persistent-only \
+      --per-sm 2 3 4 6 ;;
   s26_final)  # (session 26) the chain per linear and the 8B decode step with the final table
     timeout 120 python3 benchmarks/bench_gemv_chain.py --variants ours read --out "$OUT/gemv_chain_s26_final.json" 2>&1 \
       | grep -v Warn | tail -6
@@ -280,40 +281,19 @@ case "${1:-}" in
     timeout 150 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants fusion_passes+graphstep --budget-s 60 --out "$OUT/e2e_decode_regcap_llama-1b_eager.json" 2>&1 \
       | grep -v Warning | tail -3
-    for ver in old new; do
-      pp=.; [ $ver = old ] && pp=benchmarks/_old:.
-      PYTHONPATH=$pp timeout 60 python3 benchmarks/bench_gemv_chain.py --variants ours \
-        --out "$OUT/gemv_chain_regcap_$ver.json" 2>&1 | grep -v Warn | grep "ours"
-    done ;;
+    chain_versions regcap_VER "old new" 60 --variants ours ;;
   s27)  # (session 27) the persistent configs of the cache-writing q/k/v and of gate/up: the previous commit's kernel
         # (benchmarks/_old, untracked; two row sums) vs this one (one joined sum), per model in alternation; then this
         # kernel's persistent-form tests on CUDA (logs/s27_run1 also swept two blocks requested ahead, since removed)
-    for model in ${2:-llama-1b llama-8b}; do
-      for ver in old new; do
-        pp=.; [ $ver = old ] && pp=benchmarks/_old:.
-        args="--model $model --linears qkv_kv gate_up --persistent-only --per-sm 2 3 4 6 8 --block-n 1 --warps 4 8"
-        for i in 0 1 2 3 4 5 6 7; do
-          PYTHONPATH=$pp timeout 150 python3 benchmarks/bench_gemv_configs.py $args --compile-only --shard $i/8 \
-            > /dev/null 2>&1 &
-        done
-        wait
-        PYTHONPATH=$pp timeout 150 python3 benchmarks/bench_gemv_configs.py $args \
-          --out "$OUT/gemv_configs_s27_${ver}_$model.json" 2>&1 | grep -v Warn | tail -8
-      done
-    done
+    sweep_configs s27_VER_MODEL "old new" "${2:-llama-1b llama-8b}" 150 8 --linears qkv_kv gate_up --persistent-only \
+      --per-sm 2 3 4 6 8 --block-n 1 --warps 4 8
     timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_gemv_kernel.py -k persistent 2>&1 \
       | tee "$OUT/gemv_kernel_tests.log" | tail -3 ;;
   s27_step)  # (session 27) after s27: the decode_gemv GPU tests, the chain per linear with the previous commit's
              # kernel (benchmarks/_old) and this one in alternation (twice), then the 1B graphed decode step
     timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider tests/patterns/test_decode_gemv.py 2>&1 \
       | tee "$OUT/gpu_tests_decode_gemv.log" | tail -3
-    for round in 1 2; do
-      for ver in old new; do
-        pp=.; [ $ver = old ] && pp=benchmarks/_old:.
-        PYTHONPATH=$pp timeout 100 python3 benchmarks/bench_gemv_chain.py --variants ours \
-          --out "$OUT/gemv_chain_s27_${ver}_$round.json" 2>&1 | grep -v Warn | grep ours
-      done
-    done
+    for round in 1 2; do chain_versions "s27_VER_$round" "old new" 100 --variants ours; done
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \
       --out "$OUT/e2e_decode_s27_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -4 ;;
@@ -326,51 +306,21 @@ case "${1:-}" in
     wait
     tail -3 "$OUT/gpu_tests_decode_gemv.log"; tail -3 "$OUT/gemv_kernel_tests.log" ;;
   s28)  # (session 28) RoPE's cos / sin requested before the persistent loop's reduction (commit a705767's kernel,
-        # checked out then) vs after it, in the epilogue (benchmarks/_old, untracked: this commit's): the cache-writing q/k/v's persistent configs per model in
-        # alternation, then the chain per linear old / new twice
-    for model in llama-1b llama-8b; do
-      for ver in old new; do
-        pp=.; [ $ver = old ] && pp=benchmarks/_old:.
-        args="--model $model --linears qkv_kv --persistent-only --per-sm 3 4 6 8 --block-n 1 --warps 4 8"
-        for i in 0 1 2 3 4 5 6 7; do
-          PYTHONPATH=$pp timeout 120 python3 benchmarks/bench_gemv_configs.py $args --compile-only --shard $i/8 \
-            > /dev/null 2>&1 &
-        done
-        wait
-        PYTHONPATH=$pp timeout 120 python3 benchmarks/bench_gemv_configs.py $args \
-          --out "$OUT/gemv_configs_s28_${ver}_$model.json" 2>&1 | grep -v Warn | tail -4
-      done
-    done
-    for round in 1 2; do
-      for ver in old new; do
-        pp=.; [ $ver = old ] && pp=benchmarks/_old:.
-        PYTHONPATH=$pp timeout 80 python3 benchmarks/bench_gemv_chain.py --variants ours \
-          --out "$OUT/gemv_chain_s28_${ver}_$round.json" 2>&1 | grep -v Warn | grep ours
-      done
-    done ;;
+        # checked out then) vs after it, in the epilogue (benchmarks/_old, untracked: this commit's): the cache-writing
+        # q/k/v's persistent configs per model in alternation, then the chain per linear old / new twice
+    sweep_configs s28_VER_MODEL "old new" "llama-1b llama-8b" 120 4 --linears qkv_kv --persistent-only \
+      --per-sm 3 4 6 8 --block-n 1 --warps 4 8
+    for round in 1 2; do chain_versions "s28_VER_$round" "old new" 80 --variants ours; done ;;
   s28b)  # (session 28) each persistent block also requests the block after next into L2 (PREFETCH 2, PTX prefetch;
-         # the kernel and bench_gemv_configs --ahead of commit b881331, since removed): every persistent linear's configs with and without it, per model; then the chain per linear, the table as
-         # is vs its persistent entries with PREFETCH 2 (benchmarks/_l2, made here), in alternation, twice
-    for model in llama-1b llama-8b; do
-      args="--model $model --linears qkv_kv gate_up o down --persistent-only --per-sm 3 4 6 8 --block-n 1 --warps 4 8"
-      args="$args --ahead 1 2"
-      for i in 0 1 2 3 4 5 6 7; do
-        timeout 150 python3 benchmarks/bench_gemv_configs.py $args --compile-only --shard $i/8 > /dev/null 2>&1 &
-      done
-      wait
-      timeout 150 python3 benchmarks/bench_gemv_configs.py $args --out "$OUT/gemv_configs_s28_l2_$model.json" 2>&1 \
-        | grep -v Warn | tail -6
-    done
+         # the kernel and bench_gemv_configs --ahead of commit b881331, since removed): every persistent linear's
+         # configs with and without it, per model; then the chain per linear, the table as is vs its persistent
+         # entries with PREFETCH 2 (benchmarks/_l2, made here), in alternation, twice
+    sweep_configs s28_l2_MODEL new "llama-1b llama-8b" 150 6 --linears qkv_kv gate_up o down --persistent-only \
+      --per-sm 3 4 6 8 --block-n 1 --warps 4 8 --ahead 1 2
     rm -rf benchmarks/_l2 && mkdir -p benchmarks/_l2 && cp -r fusion_passes benchmarks/_l2/
     printf '\nPERSISTENT = {k: v[:2] + (2,) + v[3:] for k, v in PERSISTENT.items()}\n' \
       >> benchmarks/_l2/fusion_passes/kernels/gemv_table.py
-    for round in 1 2; do
-      for ver in table l2; do
-        pp=.; [ $ver = l2 ] && pp=benchmarks/_l2:.
-        PYTHONPATH=$pp timeout 80 python3 benchmarks/bench_gemv_chain.py --variants ours \
-          --out "$OUT/gemv_chain_s28_${ver}_$round.json" 2>&1 | grep -v Warn | grep ours | grep -v "{"
-      done
-    done ;;
+    for round in 1 2; do chain_versions "s28_VER_$round" "table l2" 80 --variants ours; done ;;
   s28_steps)  # (session 28) the final kernel's graphed decode steps, 1B then 8B: stock vs ours, eager attention
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \
