@@ -37,6 +37,7 @@
 #   bash benchmarks/run_gpu.sh s27_tests  # decode_gemv GPU tests and the GEMV kernel's CUDA tests, side by side
 #   bash benchmarks/run_gpu.sh s28       # RoPE's cos / sin requested before the reduction vs after (a705767's kernel)
 #   bash benchmarks/run_gpu.sh s28b      # the block after next requested into L2 (b881331's PREFETCH 2) vs not
+#   bash benchmarks/run_gpu.sh s28c      # each block's columns carried from its load to its epilogue vs recomputed
 #   bash benchmarks/run_gpu.sh s28_steps # the final kernel's graphed decode steps, 1B and 8B: stock vs ours
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
@@ -321,6 +322,12 @@ case "${1:-}" in
     printf '\nPERSISTENT = {k: v[:2] + (2,) + v[3:] for k, v in PERSISTENT.items()}\n' \
       >> benchmarks/_l2/fusion_passes/kernels/gemv_table.py
     for round in 1 2; do chain_versions "s28_VER_$round" "table l2" 80 --variants ours; done ;;
+  s28c)  # (session 28) the persistent loop carries each block's columns from the load ahead to its epilogue (index math
+         # once a block) vs recomputing them (benchmarks/_old, untracked): the cache-writing q/k/v's configs per model
+         # in alternation, then the chain per linear old / new twice
+    sweep_configs s28c_VER_MODEL "old new" "llama-1b llama-8b" 120 4 --linears qkv_kv --persistent-only \
+      --per-sm 3 4 6 8 --block-n 1 --warps 4 8
+    for round in 1 2; do chain_versions "s28c_VER_$round" "old new" 80 --variants ours; done ;;
   s28_steps)  # (session 28) the final kernel's graphed decode steps, 1B then 8B: stock vs ours, eager attention
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \
