@@ -323,8 +323,8 @@ case "${1:-}" in
       >> benchmarks/_l2/fusion_passes/kernels/gemv_table.py
     for round in 1 2; do chain_versions "s28_VER_$round" "table l2" 80 --variants ours; done ;;
   s28c)  # (session 28) the persistent loop carries each block's columns from the load ahead to its epilogue (index math
-         # once a block) vs recomputing them (benchmarks/_old, untracked): the cache-writing q/k/v's configs per model
-         # in alternation, then the chain per linear old / new twice
+         # once a block; commit cbe5532's kernel, since backed out) vs recomputing them (benchmarks/_old, untracked):
+         # the cache-writing q/k/v's configs per model in alternation, then the chain per linear old / new twice
     sweep_configs s28c_VER_MODEL "old new" "llama-1b llama-8b" 120 4 --linears qkv_kv --persistent-only \
       --per-sm 3 4 6 8 --block-n 1 --warps 4 8
     for round in 1 2; do chain_versions "s28c_VER_$round" "old new" 80 --variants ours; done ;;

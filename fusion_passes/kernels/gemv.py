@@ -359,8 +359,8 @@ if triton is not None:
             if CONCAT_W == 3:
                 n_blocks += tl.cdiv(N2 // PAIR, BLOCK_N)
             step = tl.num_programs(0)
-            w, u, rn, rj, n_ok, col0, w_idx = _load_block(W0, W1, W2, N0, N1, N2, pid, K, CONCAT_W, PAIR, ROPE,
-                                                          ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
+            w, u = _load_block(W0, W1, W2, N0, N1, N2, pid, K, CONCAT_W, PAIR, ROPE, ROPE_DIM, SILU_MUL,
+                               TWO, BLOCK_N, BLOCK_K)
             rk = tl.arange(0, BLOCK_K)
             xf = tl.load(X + rk[None, :], mask=rk[None, :] < K, other=0.0).to(tl.float32)  # [1, BLOCK_K]
             if HAS_NORM:  # the exact form: eager's roundings, the whole row in one tile
@@ -373,10 +373,12 @@ if triton is not None:
                     nw = nw + norm_offset
                 xf = (xf * nw[None, :]).to(T).to(tl.float32)
             for blk_id in range(pid, n_blocks, step):
-                # the next block's columns come with its rows: each block's index math runs once
-                w_next, u_next, rn_next, rj_next, n_ok_next, col0_next, w_idx_next = _load_block(
-                    W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR, ROPE, ROPE_DIM, SILU_MUL, TWO, BLOCK_N,
-                    BLOCK_K)
+                w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR,
+                                             ROPE, ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
+                w_ptr, blk, n_lim, col0, w_idx = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR,
+                                                               BLOCK_N)
+                rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL,
+                                                            BLOCK_N)
                 if TWO:  # one reduction of both rows' products: half the cross-warp exchanges and barriers
                     y, y_u = tl.split(tl.sum(tl.join(w.to(tl.float32) * xf, u.to(tl.float32) * xf), axis=1))
                     y, y_u = y[None, :], y_u[None, :]
@@ -386,7 +388,7 @@ if triton is not None:
                 _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
                           stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
                           SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
-                w, u, rn, rj, n_ok, col0, w_idx = w_next, u_next, rn_next, rj_next, n_ok_next, col0_next, w_idx_next
+                w, u = w_next, u_next
         else:
             w_ptr, blk, n_lim, col0, w_idx = _weight_block(pid, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
             rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL, BLOCK_N)
@@ -402,17 +404,16 @@ if triton is not None:
                     ROPE: tl.constexpr, ROPE_DIM: tl.constexpr, SILU_MUL: tl.constexpr, TWO: tl.constexpr,
                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
         """The persistent form's weight rows [BLOCK_N, BLOCK_K] of column block blk_id (u: the second operand's rows
-        when TWO, else w again), whole rows (BLOCK_K >= K), zeros past the last block; and the block's columns for
-        its epilogue: rn, rj, n_ok as ``_block_rows``, col0 and w_idx as ``_weight_block``."""
-        w_ptr, blk, n_lim, col0, w_idx = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
-        rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL, BLOCK_N)
+        when TWO, else w again), whole rows (BLOCK_K >= K); zeros past the last block."""
+        w_ptr, blk, n_lim, _, _ = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
+        _, _, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL, BLOCK_N)
         rk = tl.arange(0, BLOCK_K)
         w_mask = n_ok[:, None] & (rk < K)[None, :]
         w = tl.load(w_rows + rk[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
         u = w
         if TWO:
             u = tl.load(w_rows2 + rk[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
-        return w, u, rn, rj, n_ok, col0, w_idx
+        return w, u
 
     @triton.jit
     def _tiled_dot(X, NW, w_rows, w_rows2, rm, m_ok, n_ok, K, stride_x, eps, norm_offset, HAS_NORM: tl.constexpr,

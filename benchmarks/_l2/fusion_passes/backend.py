@@ -1,0 +1,182 @@
+"""The ``fusion_passes`` torch.compile backend: Inductor with our passes installed for one compile.
+
+    torch.compile(model, backend="fusion_passes")                       # all families (entry point)
+    torch.compile(model, backend=fusion_passes.backend(exclude=["qkv_packing"], mode="reduce-overhead"))
+    torch.compile(model, backend=fusion_passes.backend(cudagraphs="static"))   # our lean CUDA graphs (decode)
+
+``FusionBackend.__call__(gm, example_inputs)`` builds a ``FusionGraphPass`` per hook, chaining whatever pass
+the user had in that hook, and hands them to ``compile_fx`` as ``config_patches``: Inductor applies the
+patches only while it compiles, so global config is left exactly as it was.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+import time
+import warnings
+from typing import Any, Sequence
+
+import torch
+from torch._inductor import config as inductor_config
+from torch._inductor import metrics
+
+from . import records
+from .records import PassError
+from .pass_manager import HOOK_CONFIG, FusionGraphPass
+from .static_cudagraphs import StaticCudaGraphs, blocker
+from .patterns import check_settings, get_family, load, resolve
+
+__all__ = ["FusionBackend", "backend", "fusion_passes_backend", "CUDAGRAPHS"]
+
+# None: as ``mode`` says; "trees": Inductor's cudagraph trees (what mode="reduce-overhead" turns on);
+# "static": fusion_passes.static_cudagraphs, falling back to trees for a graph it cannot take
+CUDAGRAPHS = (None, "trees", "static")
+
+
+class FusionBackend:
+    """A configured backend callable. Build it with :func:`backend`."""
+
+    def __init__(self, patterns=None, exclude=(), mode: str | None = None, options: dict | None = None, dynamic=None,
+                 cudagraphs: str | None = None):
+        if cudagraphs not in CUDAGRAPHS:
+            raise ValueError(f"unknown cudagraphs={cudagraphs!r}; choose one of {', '.join(map(repr, CUDAGRAPHS))}")
+        self.patterns, self.load_errors = load(resolve(patterns, exclude))
+        self.mode = mode
+        self.options = dict(options or {})
+        self.dynamic = dynamic
+        self.cudagraphs = cudagraphs
+        self._inductor_options()  # validate mode/options now, not at the first call
+        check_settings()  # a misspelt or removed FUSION_PASSES_* setting would otherwise do nothing, silently
+
+    def __repr__(self) -> str:
+        return (f"fusion_passes.backend(patterns={list(self.patterns)}, mode={self.mode!r}, options={self.options}, "
+                f"cudagraphs={self.cudagraphs!r})")
+
+    def _inductor_options(self, trees: bool = False) -> dict[str, Any]:
+        """The user's mode/options as Inductor config (``trees``: with Inductor's CUDA graphs, for a graph that
+        static CUDA graphs cannot take)."""
+        from torch._inductor import list_mode_options
+
+        if self.mode is not None and self.mode not in list_mode_options():
+            raise ValueError(f"unknown mode {self.mode!r}; choose one of {', '.join(list_mode_options())}")
+        opts = dict(list_mode_options(self.mode, self.dynamic)) if self.mode else {}
+        opts.update(self.options)
+        if self.cudagraphs is not None:  # "static" wraps Inductor's output itself, so Inductor's trees stay off
+            opts["triton.cudagraphs"] = self.cudagraphs == "trees" or trees
+        valid = set(inductor_config.get_config_copy())
+        bad = [k for k in opts if k not in valid]
+        if bad:
+            raise ValueError(f"unknown Inductor option(s) {bad}; see torch._inductor.list_options() for valid ones")
+        return opts
+
+    def config_patches(self, grad_enabled: bool, trees: bool = False) -> dict[str, Any]:
+        """Inductor config for one compile: ``_inductor_options(trees)`` plus our passes in their hooks."""
+        patches = self._inductor_options(trees)
+        for hook, attr in HOOK_CONFIG.items():
+            families = tuple(n for n in self.patterns if get_family(n).HOOK == hook)
+            if not families:
+                continue
+            chained = patches.get(attr, getattr(inductor_config, attr))
+            patches[attr] = FusionGraphPass(hook, families, chained=chained, grad_enabled=grad_enabled)
+        return patches
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], mode: str | None = None,
+                 options: dict | None = None):
+        """Compile one Dynamo graph. ``mode``/``options`` are what ``torch.compile`` hands a callable backend
+        when given them (HF's ``CompileConfig`` passes ``mode="reduce-overhead"``): the backend's own win."""
+        if mode or options:
+            configured = copy.copy(self)
+            configured.mode = self.mode or mode
+            configured.options = {**(options or {}), **self.options}
+            return configured(gm, example_inputs)
+        from torch._inductor.compile_fx import compile_fx
+
+        grad_enabled = torch.is_grad_enabled() and any(
+            isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs
+        )
+        rec = records.new_record(self.patterns)
+        rec.num_nodes = len(gm.graph.nodes)
+        static = self.cudagraphs == "static"
+        static_blocker = blocker(gm, example_inputs, grad_enabled) if static else None
+        trees = static_blocker is not None and _on_cuda(example_inputs)
+        if static:
+            rec.cudagraphs = f"{'trees' if trees else 'none'} ({static_blocker})" if static_blocker else "static"
+        rec.errors.extend(PassError(n, rec.graph_id, f"failed to load: {e}") for n, e in self.load_errors.items())
+        kernels_before = metrics.generated_kernel_count
+        start = time.perf_counter()
+        fell_back = False
+        try:
+            with records.active(rec):
+                compiled = compile_fx(gm, example_inputs, config_patches=self.config_patches(grad_enabled, trees))
+        except Exception as e:
+            if (not rec.matches or isinstance(e, torch._dynamo.exc.RestartAnalysis)
+                    or os.environ.get("FUSION_PASSES_RAISE") == "1"):
+                records.discard(rec)  # Dynamo's restart-analysis signals: the graph will come again
+                raise
+            compiled = self._compile_unrewritten(gm, example_inputs, rec, e, trees)
+            fell_back = True
+        except BaseException:
+            records.discard(rec)
+            raise
+        rec.compile_s = time.perf_counter() - start
+        if rec.passes_ran or fell_back or not self.patterns:
+            rec.kernels = metrics.generated_kernel_count - kernels_before
+        if static and static_blocker is None:
+            return StaticCudaGraphs(compiled, example_inputs, functools.partial(_static_skipped, rec))
+        return compiled
+
+    def _compile_unrewritten(self, gm, example_inputs, rec: records.GraphRecord, error: Exception, trees: bool):
+        """Inductor failed on a graph our rewrites changed (e.g. it could not compile one of our kernels): compile
+        the graph as stock Inductor would, warn, and leave the record saying so (no rewrite is in the code)."""
+        from torch._inductor.compile_fx import compile_fx
+
+        fired = sorted({m.pattern for m in rec.matches})
+        reason = f"{type(error).__name__}: {next(iter(str(error).strip().splitlines()), '')}"
+        message = (f"Inductor failed to compile graph {rec.graph_id} after {', '.join(fired)} rewrote it ({reason}); "
+                   "compiled it without fusion passes")
+        warnings.warn(f"fusion_passes: {message}", stacklevel=3)
+        rec.matches.clear()
+        rec.stages.clear()
+        rec.near_misses.clear()
+        rec.errors.extend(PassError(name, rec.graph_id, message) for name in fired)
+        return compile_fx(gm, example_inputs, config_patches=self._inductor_options(trees))
+
+    def compile(self, model, **kwargs):
+        """``torch.compile(model, backend=self, dynamic=self.dynamic, **kwargs)``."""
+        kwargs.setdefault("dynamic", self.dynamic)
+        return torch.compile(model, backend=self, **kwargs)
+
+
+def backend(patterns=None, exclude=(), mode: str | None = None, options: dict | None = None, dynamic=None,
+            cudagraphs: str | None = None):
+    """A backend for ``torch.compile(..., backend=fusion_passes.backend(...))``.
+
+    patterns: family names to enable (None: all); exclude: names to leave out. Unknown names raise ValueError
+    listing the valid ones. mode/options: forwarded to Inductor like ``torch.compile``'s (``mode=
+    "reduce-overhead"`` turns on CUDA graphs). dynamic: used by ``.compile()``, ``fuse`` and the CLI; with
+    ``torch.compile`` pass ``dynamic=`` there. cudagraphs: None (as ``mode`` says), "trees" (Inductor's CUDA graphs)
+    or "static" (``fusion_passes.static_cudagraphs``: far less host time per call for fixed-shape inference such as
+    a decode step; a graph it cannot take gets Inductor's, and the record says why).
+    """
+    return FusionBackend(patterns=patterns, exclude=exclude, mode=mode, options=options, dynamic=dynamic,
+                         cudagraphs=cudagraphs)
+
+
+def fusion_passes_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = None,
+                          options: dict | None = None):
+    """The entry-point backend behind ``backend="fusion_passes"``: every family. ``torch.compile`` hands a
+    non-Inductor backend its ``mode=`` / ``options=`` as keywords (HF's ``generate`` compiles with
+    ``mode="reduce-overhead"`` by default); they go to Inductor as with ``backend="inductor"``."""
+    return FusionBackend()(gm, example_inputs, mode=mode, options=options)
+
+
+def _on_cuda(example_inputs) -> bool:
+    return any(isinstance(x, torch.Tensor) and x.is_cuda for x in example_inputs)
+
+
+def _static_skipped(rec: records.GraphRecord, reason: str) -> None:
+    """A static CUDA graph found at run time that it cannot replay this graph: say so where the user looks."""
+    rec.cudagraphs = f"none ({reason})"
+    warnings.warn(f"fusion_passes: graph {rec.graph_id} runs without CUDA graphs: {reason}", stacklevel=3)

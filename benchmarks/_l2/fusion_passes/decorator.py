@@ -1,0 +1,63 @@
+"""``@fuse``: compile with our backend by decoration.
+
+    @fuse                                   # on an nn.Module subclass: each instance compiles forward lazily
+    class Block(nn.Module): ...
+
+    model = fuse(model, patterns=["attention_sdpa"])   # on an instance: compiled in place, state_dict unchanged
+
+    @fuse(mode="reduce-overhead")           # on a function
+    def step(x): ...
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+from torch import nn
+
+from .backend import FusionBackend
+
+__all__ = ["fuse"]
+
+_COMPILED_ATTR = "_fusion_passes_compiled_forward"
+
+
+def fuse(target=None, *, patterns=None, exclude=(), mode=None, options=None, dynamic=None, fullgraph=False,
+         cudagraphs=None):
+    """Decorate an ``nn.Module`` subclass, an ``nn.Module`` instance or a function (bare or with options); the
+    keywords are ``fusion_passes.backend``'s, plus ``fullgraph`` for ``torch.compile``."""
+    be = FusionBackend(patterns=patterns, exclude=exclude, mode=mode, options=options, dynamic=dynamic,
+                       cudagraphs=cudagraphs)
+    kwargs = dict(backend=be, dynamic=dynamic, fullgraph=fullgraph)
+
+    def apply(obj):
+        if isinstance(obj, type) and issubclass(obj, nn.Module):
+            return _fuse_module_class(obj, kwargs)
+        if isinstance(obj, nn.Module):
+            # nn.Module.compile compiles in place, so parameter names (state_dict keys) stay as they were,
+            # unlike torch.compile(module), which wraps it and prefixes every key with "_orig_mod.".
+            obj.compile(**kwargs)
+            return obj
+        if callable(obj):
+            return functools.wraps(obj)(torch.compile(obj, **kwargs))
+        raise TypeError(f"@fuse applies to an nn.Module subclass or instance, or a function; got {type(obj).__name__}")
+
+    return apply if target is None else apply(target)
+
+
+def _fuse_module_class(cls: type, kwargs: dict) -> type:
+    original_forward = cls.forward
+
+    @functools.wraps(original_forward)
+    def forward(self, *args, **kw):
+        compiled = self.__dict__.get(_COMPILED_ATTR)
+        if compiled is None:
+            compiled = torch.compile(original_forward.__get__(self), **kwargs)
+            # kept in __dict__ (not as a submodule), so state_dict and named_modules are unchanged
+            self.__dict__[_COMPILED_ATTR] = compiled
+        return compiled(*args, **kw)
+
+    cls.forward = forward
+    cls._fusion_passes_backend = kwargs["backend"]
+    return cls

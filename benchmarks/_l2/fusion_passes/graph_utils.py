@@ -1,0 +1,378 @@
+"""Graph helpers shared by the pass manager, the families and the reports.
+
+Where a family must look at the FX graph by hand (beyond Inductor's pattern matcher), the helpers live here
+so there is one definition of "the op a node calls", "where in the user's code it came from" and "how big
+the tensor it produces is".
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+from typing import Iterable
+
+import torch
+import torch.fx as fx
+
+__all__ = [
+    "op_name",
+    "op_counts",
+    "graph_code",
+    "source_location",
+    "first_source",
+    "tensor_bytes",
+    "dtype_of",
+    "val",
+    "snapshot",
+    "restore",
+    "is_op",
+]
+
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
+
+
+def op_name(node: fx.Node) -> str:
+    """``aten.mm`` for an ATen call, the function's name for other calls, ``node.op`` otherwise."""
+    if node.op != "call_function":
+        return node.op if node.op != "call_method" else f"method.{node.target}"
+    target = node.target
+    if isinstance(target, torch._ops.OpOverload):
+        return f"{target.namespace}.{target._opname}"
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        return f"{target._qualified_op_name.replace('::', '.')}"
+    return getattr(target, "__name__", str(target))
+
+
+def is_op(node: fx.Node | None, *packets) -> bool:
+    """True when ``node`` calls one of the given ATen overload packets (any overload); False for None (what
+    ``sole_user`` gives for a node with several users) and for anything that is not a node."""
+    if not isinstance(node, fx.Node) or node.op != "call_function":
+        return False
+    if not isinstance(node.target, torch._ops.OpOverload):
+        return False
+    return any(node.target.overloadpacket is p for p in packets)
+
+
+def op_counts(graph: fx.Graph) -> dict[str, int]:
+    """How many times each op is called in ``graph`` (placeholders and outputs left out)."""
+    counts = collections.Counter(op_name(n) for n in graph.nodes if n.op in ("call_function", "call_method"))
+    return dict(sorted(counts.items()))
+
+
+def graph_code(graph: fx.Graph) -> str:
+    """Readable Python for ``graph`` (what ``GraphModule.code`` shows), without stack-trace comments."""
+    try:
+        return graph.python_code(root_module="self", verbose=False).src.strip("\n")
+    except Exception:  # a graph mid-rewrite can fail to print; the report then shows its repr
+        return str(graph)
+
+
+def source_location(node: fx.Node) -> str:
+    """``file.py:123 in fn: code`` of the innermost user frame that produced ``node``, or ''."""
+    trace = node.meta.get("stack_trace") or ""
+    lines = trace.strip().splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        m = _FRAME.search(lines[i])
+        if m:
+            code = lines[i + 1].strip() if i + 1 < len(lines) and not _FRAME.search(lines[i + 1]) else ""
+            where = f"{m['file']}:{m['line']} in {m['fn']}"
+            return f"{where}: {code}" if code else where
+    return ""
+
+
+def first_source(nodes: Iterable[fx.Node]) -> str:
+    """The first non-empty source location among ``nodes``."""
+    for n in nodes:
+        loc = source_location(n)
+        if loc:
+            return loc
+    return ""
+
+
+def val(node) -> torch.Tensor | None:
+    """The fake tensor (or SymInt/None) a node produces, from ``meta['val']``."""
+    return node.meta.get("val") if isinstance(node, fx.Node) else None
+
+
+def dtype_of(node) -> torch.dtype | None:
+    """The dtype of the tensor a node produces, or None when it produces no tensor."""
+    t = val(node)
+    return t.dtype if isinstance(t, torch.Tensor) else None
+
+
+def shape_of(node) -> tuple:
+    """The shape of the tensor a node produces; () when it is not a tensor."""
+    t = val(node)
+    return tuple(t.shape) if isinstance(t, torch.Tensor) else ()
+
+
+def known_equal(a, b) -> bool:
+    """a == b for ints or SymInts, without adding a guard (unknown counts as not equal)."""
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    try:
+        return bool(statically_known_true(a == b))
+    except Exception:  # noqa: BLE001 - an unbacked or odd symbol: not known
+        return False
+
+
+def same_shape(a, b) -> bool:
+    """Two shapes (tuples of ints / SymInts) known to be equal."""
+    return len(a) == len(b) and all(known_equal(x, y) for x, y in zip(a, b))
+
+
+def sole_user(node: fx.Node) -> fx.Node | None:
+    """The one node that uses ``node``, or None when it has no user or several."""
+    return next(iter(node.users)) if len(node.users) == 1 else None
+
+
+_ERASABLE = ("call_function", "get_attr")
+
+
+def depends_on(node: fx.Node, targets) -> bool:
+    """Whether any of ``targets`` is ``node`` or one of its inputs, transitively."""
+    targets = set(targets)
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if n in targets:
+            return True
+        if n not in seen:
+            seen.add(n)
+            stack.extend(n.all_input_nodes)
+    return False
+
+
+def mutates(node: fx.Node, arg: fx.Node) -> bool:
+    """Whether ``node`` writes ``arg`` in place (an argument its op's schema marks as written, e.g. ``copy_``'s
+    destination, or one tensor of a written tensor list)."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None or not schema.is_mutable:
+        return False
+    for i, a in enumerate(schema.arguments):
+        if a.alias_info is not None and a.alias_info.is_write:
+            value = node.args[i] if i < len(node.args) else node.kwargs.get(a.name)
+            if value is arg or (isinstance(value, (list, tuple)) and any(v is arg for v in value)):
+                return True
+    return False
+
+
+def deterministic_op(n: fx.Node) -> bool:
+    """An ATen op whose value depends only on its arguments: no random numbers, no uninitialised memory."""
+    return (n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
+            and torch.Tag.nondeterministic_seeded not in n.target.tags and "empty" not in n.target.__name__)
+
+
+def lifted_constant(n: fx.Node) -> torch.Tensor | None:
+    """The real tensor behind ``n`` if it is a constant the tracer lifted out of the model's code (a ``get_attr``
+    of ``_tensor_constantN``: e.g. transformers 4.x's ``torch.tensor(0.0)`` in its mask), else None. Parameters
+    and buffers are graph inputs in these graphs; a ``get_attr`` of any other name is not trusted to be constant."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    if n.op != "get_attr" or not n.target.startswith("_tensor_constant") or n.graph.owning_module is None:
+        return None
+    t = getattr(n.graph.owning_module, n.target, None)
+    real = isinstance(t, torch.Tensor) and not isinstance(t, (FakeTensor, torch.nn.Parameter))
+    return t if real else None
+
+
+def run_nodes(nodes: list[fx.Node], env: dict) -> dict:
+    """Run ``nodes`` (in graph order) on real tensors at compile time, whatever fake mode the pass runs under:
+    ``env`` maps the nodes they read to values and is returned with each node's value added. A lifted constant
+    among ``nodes`` (``lifted_constant``) gives its tensor."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily():
+        for n in nodes:
+            if n.op == "get_attr":
+                env[n] = lifted_constant(n)
+                continue
+            args, kwargs = fx.node.map_arg((n.args, n.kwargs), env.__getitem__)
+            env[n] = n.target(*args, **kwargs)
+    return env
+
+
+def set_args(node: fx.Node, args) -> None:
+    """Give the call ``node`` new positional ``args``. Where tracing recorded its inputs' values
+    (``meta["eager_input_vals"]``: Inductor lays a custom op's inputs out as those), they are kept in step, or
+    Inductor would pair the new arguments with the old values."""
+    node.args = tuple(args)
+    if "eager_input_vals" in node.meta:
+        node.meta["eager_input_vals"] = fx.node.map_arg((node.args, dict(node.kwargs)), val)
+
+
+def structure(node: fx.Node, memo: dict | None = None, depth: int = 0):
+    """A hashable description of the value ``node`` computes: pure ATen ops by target and (described) arguments,
+    so that two layers' identical slices or conversions of one model-level tensor (the mask, RoPE's cos/sin)
+    compare equal; anything else (inputs, random or mutating ops, or past a depth where it no longer matters) by
+    identity."""
+    memo = {} if memo is None else memo
+    if node in memo:
+        return memo[node]
+    pure = depth < 32 and deterministic_op(node) and not node.target._schema.is_mutable
+
+    def arg(a):
+        if isinstance(a, fx.Node):
+            return structure(a, memo, depth + 1)
+        if isinstance(a, (list, tuple)):
+            return tuple(arg(x) for x in a)
+        if isinstance(a, dict):
+            return tuple(sorted((k, arg(v)) for k, v in a.items()))
+        return a
+
+    memo[node] = (node.target, arg(node.args), arg(node.kwargs)) if pure else node
+    return memo[node]
+
+
+def materialise_shared(graph: fx.Graph, value: fx.Node, user: fx.Node, shared: dict) -> tuple[fx.Node, list]:
+    """One materialised buffer per distinct value, for kernels in every layer to read: (the node ``user`` should
+    read instead of ``value``, the nodes inserted). ``shared`` maps ``structure`` keys to buffers made so far.
+
+    A cheap pointwise value (a mask, a cos/sin table) is below Inductor's threshold for materialising a reused
+    result, so Inductor computes it again for every kernel (an extern or user-defined Triton kernel) that reads
+    it: one small kernel per layer. ``inductor_force_stride_order`` makes it one buffer, computed once."""
+    key = structure(value)
+    node = shared.get(key)
+    if node is not None and precedes(node, user):
+        return node, []
+    import torch._inductor.inductor_prims  # noqa: F401 - registers the prim (Inductor has, when it runs our passes)
+
+    t = val(value)
+    # a contiguous buffer, not the value's own layout: that may overlap itself (an expanded mask has stride 0
+    # along the batch), and a buffer cannot be written so (the readers take any strides)
+    stride = list(torch._prims_common.make_contiguous_strides_for(t.shape))
+    with graph.inserting_after(value):
+        node = graph.call_function(torch.ops.prims.inductor_force_stride_order.default, (value, stride))
+    # its value: a fresh buffer of that layout (the prim's own eager impl copies, which needs a device)
+    with torch._guards.detect_fake_mode([t]):
+        node.meta["val"] = torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device)
+    shared[key] = node
+    return node, [node]
+
+
+def precedes(a: fx.Node, b: fx.Node) -> bool:
+    """Whether ``a`` comes before ``b`` (or is ``b``) in their graph's order."""
+    node = a
+    while node.op != "root":
+        if node is b:
+            return True
+        node = node.next
+    return False
+
+
+def erase_dead(graph: fx.Graph, nodes) -> list[fx.Node]:
+    """Erase those of ``nodes`` (and what only they used) that nothing uses any more: the ops a rewrite replaced,
+    their transposes and reshapes, constants only they read. Impure nodes stay. Any order; returns the erased."""
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    pending = {n for n in nodes if isinstance(n, fx.Node) and n in order}
+    erased = []
+    while pending:
+        node = max(pending, key=order.__getitem__)  # consumers before producers
+        pending.discard(node)
+        if node.users or node.op not in _ERASABLE or node.is_impure():
+            continue
+        inputs = node.all_input_nodes
+        graph.erase_node(node)
+        erased.append(node)
+        pending.update(i for i in inputs if i.op in _ERASABLE)
+    return erased
+
+
+def copy_stack_trace(sources, nodes) -> None:
+    """Give ``nodes`` (inserted by a rewrite) the stack trace of the first of ``sources`` (the replaced nodes, in
+    order of preference) that has one, so reports and Inductor's comments point at the user's line."""
+    trace = next((n.meta["stack_trace"] for n in sources if n is not None and n.meta.get("stack_trace")), None)
+    for node in nodes:
+        if trace and not node.meta.get("stack_trace"):
+            node.meta["stack_trace"] = trace
+
+
+def tensor_bytes(node_or_tensor) -> int:
+    """Bytes of the tensor a node produces (or of a tensor); 0 when unknown.
+
+    Symbolic sizes count at their hint, read without ``int()``: ``int()`` on a SymInt installs a guard that
+    specialises the graph to this size, so ``dynamic=True`` would recompile for every new shape.
+    """
+    t = val(node_or_tensor) if isinstance(node_or_tensor, fx.Node) else node_or_tensor
+    if not isinstance(t, torch.Tensor):
+        return 0
+    numel = 1
+    for s in t.shape:
+        if isinstance(s, torch.SymInt):
+            hint = s.node.hint if s.node.has_hint() else None
+            if hint is None:  # unbacked size: no example value to count with
+                return 0
+            s = hint
+        numel *= int(s)
+    return numel * t.element_size()
+
+
+def snapshot(graph: fx.Graph) -> fx.Graph:
+    """A copy of ``graph`` (nodes and meta) that ``restore`` can put back."""
+    copy = fx.Graph(owning_module=graph.owning_module)
+    out = copy.graph_copy(graph, {})
+    copy.output(out)
+    return copy
+
+
+def restore(graph: fx.Graph, saved: fx.Graph) -> None:
+    """Make ``graph`` hold exactly the nodes of ``saved`` again (in place, for a pass that failed midway)."""
+    for node in reversed(list(graph.nodes)):
+        node.users.clear()  # erase in any order without "still has users" errors
+        graph.erase_node(node)
+    out = graph.graph_copy(saved, {})
+    graph.output(out)
+
+
+def insert_traced(graph: fx.Graph, op, args: list, written: tuple[str, ...],
+                  mutated: tuple[int, ...] = ()) -> tuple[list, list]:
+    """Insert ``op(*args)`` (args: nodes for tensors, python values for the rest) traced under
+    functionalization: the Triton kernel calls of a ``triton_op`` become ``triton_kernel_wrapper_functional``
+    nodes inlined here, so Inductor sees and emits the kernels themselves. ``written`` names the kernel
+    arguments the kernels store to. ``mutated``: positions of args the op writes in place, whose new values
+    (functional copies, which Inductor's reinplacing turns back into the writes where it can) follow the op's
+    outputs. Returns (output nodes, inserted nodes)."""
+    from torch._guards import detect_fake_mode
+    from torch._subclasses.functional_tensor import dispatch_functionalize
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    nodes = [a for a in args if isinstance(a, fx.Node)]
+    vals = [val(a) for a in nodes]
+
+    def call(*tensors):
+        it = iter(tensors)
+        actual = [next(it) if isinstance(a, fx.Node) else a for a in args]
+        out = op(*actual)
+        return (*(out if isinstance(out, (tuple, list)) else (out,)), *(actual[i] for i in mutated))
+
+    with detect_fake_mode(vals):
+        gm = make_fx(dispatch_functionalize(call), tracing_mode="real")(*vals)
+    gm.graph.eliminate_dead_code()
+    _clone_written_only(gm.graph, written)
+    env, inserted, outs = {}, [], None
+    placeholders = iter(nodes)
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            env[node] = next(placeholders)
+        elif node.op == "output":
+            outs = [env[o] for o in node.args[0]]
+        else:
+            new = graph.node_copy(node, lambda a: env[a])
+            env[node] = new
+            inserted.append(new)
+    return outs, inserted
+
+
+def _clone_written_only(graph: fx.Graph, written: tuple[str, ...]) -> None:
+    """Functionalization clones every tensor Triton's analysis thinks the kernel writes; when that analysis
+    cannot run (no GPU driver, or a Triton it does not understand) it assumes all of them, which would copy
+    the inputs (weights included) on every call. Our kernels store only to their ``written`` arguments, so
+    only those are cloned (and Inductor's reinplacing then drops those clones of fresh ``empty`` buffers)."""
+    for node in graph.nodes:
+        if node.target is not torch.ops.higher_order.triton_kernel_wrapper_functional:
+            continue
+        keep = [k for k in node.kwargs["tensors_to_clone"] if k in written]
+        used = {u.args[1] for u in node.users}
+        if not used <= set(keep):
+            raise RuntimeError(f"the traced kernel returns {sorted(used)}, expected only {written}")
+        node.kwargs = {**node.kwargs, "tensors_to_clone": keep}

@@ -1,0 +1,1073 @@
+"""Eager attention (HF ``eager_attention_forward`` and friends) -> one ``scaled_dot_product_attention`` call.
+
+Unfused (what the ATen graph holds; q [B, H, Sq, D], k/v [B, Hkv, Sk, D], mask broadcastable to [B, H, Sq, Sk]):
+
+    k, v   = repeat_kv(k), repeat_kv(v)                 # unsqueeze -> expand -> clone -> view: [B, H, Sk, D]
+    scores = bmm(q.view(B*H, Sq, D), k.mT.view(B*H, D, Sk)).view(B, H, Sq, Sk)
+    scores = scores * scale  (or / d, or nothing)       # a Python number, a constant or a 0-d tensor
+    scores = scores + mask   (either order; or where(cond, scores, -inf|finfo.min), or masked_fill)
+    p      = softmax(scores.float(), dim=-1).to(q.dtype)           # amax/sub/exp/sum/div in the graph
+    out    = bmm(p.view(B*H, Sq, Sk), v.view(B*H, Sk, D)).view(B, H, Sq, D)
+
+Fused:
+
+    out = scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=H != Hkv)
+    # traced as PyTorch picks the backend op for the device (cuDNN's on the H200: faster there than flash)
+    # a compile-time constant mask is dropped: is_causal=True when it equals tril(ones(Sq, Sk)); nothing when
+    # it allows every key (an HF decode step). Constant: built from arange / full / literals, tensors the
+    # tracer lifted out of the model's code included (transformers 4.x's torch.tensor(0.0)); never from an
+    # input, a parameter or a buffer (GPT-2's ``bias`` under transformers 4.x: passed on as the mask)
+
+An SDPA call already in the graph over a prompt (HF's default ``sdpa`` attention) loses what it does not need:
+
+    out = scaled_dot_product_attention(q, repeat_kv(k), repeat_kv(v), attn_mask=causal)   # bool or additive
+    # fused
+    out = scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    # only when the mask is proven constant as above (the bool mask under SDPA's where(mask, 0, -65504) for cuDNN
+    # included); then repeat_kv's copies go too. On the H200, 1B/8B shapes, that form ran 2-3x faster than HF's.
+    out = scaled_dot_product_attention(q, k, v, attn_mask=padding, enable_gqa=True)   # a mask that stays
+    # where a fused kernel takes GQA with a mask (CPU's flash; cuDNN on the H200, 1.04-1.4x faster than over the
+    # copies); elsewhere (CUDA's flash, fp32 on CUDA) the repeated K/V stay, and a call that gains nothing else
+    # stays as it was, with a near miss saying why
+
+At decode (q_len <= 16, on CUDA) both forms go to our GQA decode kernel instead, and so does an SDPA call that is
+already in the graph, whose K/V are then taken from before ``repeat_kv``:
+
+    k, v = repeat_kv(k), repeat_kv(v)                            # a copy of the whole cache, every step
+    out  = scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=c, scale=s)
+    # fused
+    out  = fusion_passes.decode_attention(q, k_cache, v_cache, mask, s or 1/sqrt(D), c)
+    # on CUDA its two Triton launches are traced into the graph, so Inductor emits them (no Python per step
+    # without CUDA graphs); FUSION_PASSES_DECODE_ATTENTION_INLINE=off keeps it an extern op
+    # Gemma2's logit softcapping, scores = cap * tanh(scores * s / cap) before the mask, only at decode size:
+    out  = fusion_passes.decode_attention(q, k_cache, v_cache, mask, s / cap, c, cap)
+    # FUSION_PASSES_DECODE_ATTENTION_PREFETCH=on (off by default: measured slower on the H200): where the output
+    # reaches a linear through views only (HF's o_proj), the kernel also requests that weight into L2
+    out  = fusion_passes.decode_attention(q, k_cache, v_cache, mask, s, c, 0.0, W_o)
+
+How it matches: from every ``bmm`` it walks forward along the single-user chain (scores -> scale -> mask ->
+softmax -> casts -> bmm with V) and backward from the two bmm operands through the views matmul adds, so
+the match is structural (no shape ints baked in; dynamic shapes work). The replacement is traced with
+Inductor's ``fwd_only``, so the graph gets the backend op SDPA picks for this device and these shapes.
+
+A softmax over another dim than the keys' (not attention as SDPA computes it) is left as it is, but moved onto
+transposed scores, so that Inductor's own SDPA rewrite, which runs after this pass and ignores the softmax dim
+(pytorch/pytorch#196468: a silent wrong result), cannot match it either:
+
+    p = softmax(scores, dim=-2)                               # amax/sub/exp/sum/div over dim -2
+    # shielded: the same values, the reduction on the last dim of a transposed view
+    p = softmax(scores.transpose(-2, -1), dim=-1).transpose(-2, -1)
+
+When it does not fire (each recorded as a near miss): attention written with ``torch.einsum`` (5-d permutes
+around each bmm, not followed); softmax over another dim; scores or weights with another
+user (``output_attentions=True``, or autograd reading them for the backward pass); any op between scores and
+softmax other than scale / additive mask / where-mask / upcast / a reshape there and straight back (what
+functionalisation makes of transformers 4.x T5's ``scores += position_bias``) (tanh softcapping only at decode
+size, before the mask); dropout p>0 in
+training; mixed q/k/v dtypes or devices; a mask in another dtype than q; a where-mask whose fill is not
+-inf / the dtype's minimum; shapes/dtypes for which SDPA has no fused kernel here (its math fallback would
+only redo bmm/softmax/bmm).
+
+Exactness: the scale is applied where SDPA applies it; a where-mask ``where(c, s, fill)`` becomes the
+additive mask ``where(c, 0, fill)`` (``s + fill == fill`` in fp32/bf16 for any real score, so even rows with
+every key masked give eager's uniform weights; in fp16 only such fully-masked rows can differ).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx as fx
+import torch.nn.functional as F
+
+from . import env_policy
+from .. import graph_utils, linears
+from ..graph_utils import (
+    copy_stack_trace, dtype_of, erase_dead, is_op, known_equal, op_name, same_shape, shape_of, sole_user, tensor_bytes,
+    val,
+)
+from ..kernels import decode_attention as decode_kernel
+
+NAME = "attention_sdpa"
+HOOK = "joint"
+DESCRIPTION = ("eager attention (bmm -> scale -> mask -> softmax -> bmm, incl. repeat_kv GQA) -> one SDPA call; "
+               "SDPA over repeat_kv -> SDPA(enable_gqa), a constant causal mask -> is_causal; "
+               "at q_len <= 16 on CUDA both -> a GQA decode kernel")
+DEPENDS = (decode_kernel, linears)
+
+DECODE_POLICY_ENV = "FUSION_PASSES_DECODE_ATTENTION"
+DECODE_POLICIES = ("auto", "always")
+INLINE_POLICY_ENV = "FUSION_PASSES_DECODE_ATTENTION_INLINE"
+INLINE_POLICIES = ("on", "off")  # "on" since the H200 measured it (logs/s8_inline: no-graph 1B decode 8.7 -> 3.5 ms)
+PREFETCH_POLICY_ENV = "FUSION_PASSES_DECODE_ATTENTION_PREFETCH"
+# off: on the H200 the prefetches cost the attention kernel more than they save the o GEMV (session 15:
+# probe_l2_prefetch.py, 1B attention 2.96 -> 5.08 us, o GEMV 3.89 -> 3.51 us; graphed 1B step 0.858 -> 0.900 ms)
+PREFETCH_POLICIES = ("off", "on")
+
+
+def decode_policy() -> str:
+    """"auto": decode-sized attention on CUDA runs ``fusion_passes.decode_attention``; "always": on every
+    device (elsewhere the op runs as torch: for tests)."""
+    return env_policy(DECODE_POLICY_ENV, DECODE_POLICIES)
+
+
+def inline_policy() -> str:
+    """"on": on CUDA the decode kernel is traced into the graph and Inductor emits its two kernels (no Python per
+    step); "off": it runs as an extern op, launching them through Triton's Python launcher every layer and step."""
+    return env_policy(INLINE_POLICY_ENV, INLINE_POLICIES)
+
+
+def prefetch_policy() -> str:
+    """"on": on CUDA the decode kernel also requests the o-proj weight that reads its output into L2 (see
+    ``kernels.decode_attention``); "off" (default): not, until the H200 has measured it."""
+    return env_policy(PREFETCH_POLICY_ENV, PREFETCH_POLICIES)
+
+
+def cache_key() -> str:
+    return f"{decode_policy()},{inline_policy()},{prefetch_policy()}"
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+_FLATTEN = (aten.view, aten._unsafe_view, aten.reshape)
+# torch.einsum's attention reaches the graph as 5-d unsqueeze / permute / view chains around each bmm
+_EINSUM_HINT = " (permutes around the bmm, as torch.einsum writes attention, are not followed: use matmul)"
+_MAX_CHAIN = 16  # ops between the two bmms we are willing to walk
+_MAX_CONST_NODES = 256  # size of a mask subgraph we evaluate at compile time to prove it causal
+_MAX_CONST_NUMEL = 1 << 26
+_SOFTMAX_OPS = (aten.amax, aten._softmax, aten.softmax)
+
+
+class _Miss(Exception):
+    """This bmm is not a rewritable attention. ``report``: it looked like attention, so tell the user why."""
+
+    def __init__(self, node: fx.Node, reason: str, report: bool = True, shield: _Softmax | None = None):
+        super().__init__(reason)
+        self.node, self.reason, self.report = node, reason, report
+        self.shield = shield  # a softmax to move onto transposed scores (see _shield_softmax)
+
+
+@dataclass
+class _MaskTerm:
+    """One term of the additive mask. kind: "add" (tensor added to the scores), "keep" (where(cond, scores,
+    fill): cond True keeps the score) or "fill" (masked_fill / where(cond, fill, scores))."""
+
+    kind: str
+    tensor: fx.Node
+    fill: float = 0.0
+
+
+@dataclass
+class _Attention:
+    """A matched attention: SDPA(q, k, v, mask, scale) replaces ``output``; ``chain`` is erased."""
+
+    q: fx.Node  # [*batch, Sq, D]
+    k: fx.Node  # [*batch, Sk, D], or [B, Hkv, Sk, D] with enable_gqa
+    v: fx.Node  # [*batch, Sk, Dv], or [B, Hkv, Sk, Dv] with enable_gqa
+    output: fx.Node  # [*batch, Sq, Dv], the node whose value SDPA reproduces
+    chain: list[fx.Node]  # bmm1 ... output (each used only inside the match), then the operands' views:
+    #                       what the rewrite may leave dead
+    k_is_transposed: bool = False  # k is [*batch, D, Sk] (no permute to strip): SDPA gets k.mT
+    scale: float = 1.0
+    scale_tensors: list[tuple[str, fx.Node]] = field(default_factory=list)  # ("mul"|"div", 0-d node), folded into q
+    mask: list[_MaskTerm] = field(default_factory=list)
+    is_causal: bool = False
+    mask_dropped: str = ""  # "causal" / "none": a constant mask SDPA does not need (see _constant_mask_kind)
+    enable_gqa: bool = False
+    decode: bool = False  # decode-sized: our decode kernel instead of SDPA
+    repeat: int = 1  # kv heads repeated by repeat_kv (1: plain MHA)
+    kv_sources: tuple | None = None  # (k, v, nodes) before repeat_kv, used when enable_gqa is chosen
+    repeated_kv: tuple | None = None  # (k, v, len(chain)) as matched, before enable_gqa took kv_sources
+    softmax: fx.Node | None = None  # the softmax output: its source line is the one the report shows
+    tanh: fx.Node | None = None  # Gemma2's logit softcapping: scores = softcap * tanh(scores * scale) (decode only)
+    softcap: float = 0.0  # the constant scaling after the tanh
+    prefetch: str = ""  # the weight the decode kernel requests into L2 (the o-proj's), if any
+
+
+# --------------------------------------------------------------------------------------------- small helpers
+
+
+def _fmt(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _is_identity(node: fx.Node) -> bool:
+    """Ops that leave the values (and the shape) of their first input unchanged."""
+    if is_op(node, aten.clone, aten.alias, aten.contiguous):
+        return True
+    if is_op(node, prims.convert_element_type, aten._to_copy):
+        src, out = val(node.args[0]), val(node)
+        return isinstance(src, torch.Tensor) and isinstance(out, torch.Tensor) and src.dtype == out.dtype
+    if is_op(node, aten.expand, aten.slice, *_FLATTEN):
+        step_ok = not is_op(node, aten.slice) or (node.args[4] if len(node.args) > 4 else 1) == 1
+        return step_ok and same_shape(shape_of(node.args[0]), shape_of(node))
+    return False
+
+
+def _skip_identity(node, seen: list) -> Any:
+    """Walk back from ``node`` through value-preserving ops; ``seen`` collects the ops walked through."""
+    while isinstance(node, fx.Node) and node.op == "call_function" and _is_identity(node):
+        seen.append(node)
+        node = node.args[0]
+    return node
+
+
+def _const_scalar(x) -> float | None:
+    """A Python number for ``x`` if it is one, or a 0-d/size-1 ``full``/``scalar_tensor`` constant."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return float(x)
+    if not isinstance(x, fx.Node):
+        return None
+    seen: list = []
+    x = _skip_identity(x, seen)
+    if is_op(x, aten.full) and all(known_equal(s, 1) for s in x.args[0]):
+        return _const_scalar(x.args[1])
+    if is_op(x, aten.scalar_tensor):
+        return _const_scalar(x.args[0])
+    return None
+
+
+def _is_0d_tensor(x) -> bool:
+    t = val(x)
+    return isinstance(t, torch.Tensor) and t.dim() == 0
+
+
+# --------------------------------------------------------------------------------------------- softmax
+
+
+@dataclass
+class _Softmax:
+    input: fx.Node
+    output: fx.Node
+    dim: int
+    nodes: list[fx.Node]
+
+
+def _softmax_at(x: fx.Node) -> _Softmax | None:
+    """The softmax whose input is ``x``: ``_softmax(x, dim)`` or Inductor's decomposition of it,
+    ``div(exp(x - amax(x, dim)), sum(exp(...), dim))`` with every intermediate used only inside."""
+    users = list(x.users)
+    if len(users) == 1 and is_op(users[0], aten._softmax, aten.softmax):
+        sm = users[0]
+        return _Softmax(x, sm, sm.args[1], [sm])
+    amax = [u for u in users if is_op(u, aten.amax) and u.args[0] is x]
+    if len(amax) != 1 or len(users) != 2:
+        return None
+    amax = amax[0]
+    sub = next((u for u in users if is_op(u, aten.sub) and u.args[:2] == (x, amax)), None)
+    exp = sub and sole_user(sub)
+    if exp is None or len(amax.users) != 1 or not is_op(exp, aten.exp) or len(exp.users) != 2:
+        return None
+    total = next((u for u in exp.users if is_op(u, aten.sum) and u.args[0] is exp), None)
+    div = total and sole_user(total)
+    if div is None or not is_op(div, aten.div) or div.args[:2] != (exp, total) or div not in exp.users:
+        return None
+    dims = list(amax.args[1]) if len(amax.args) > 1 else []
+    keep = (amax.args[2] if len(amax.args) > 2 else False) and (total.args[2] if len(total.args) > 2 else False)
+    if len(dims) != 1 or list(total.args[1]) != dims or not keep:
+        return None
+    return _Softmax(x, div, dims[0], [amax, sub, exp, total, div])
+
+
+def _shield_softmax(graph: fx.Graph, softmax: _Softmax) -> None:
+    """Recompute ``softmax`` (over a dim d other than the last of its n-d input) on the input with d and the last
+    dim swapped, and swap them back after: the same values, op for op (the same softmax op, or the same
+    amax/sub/exp/sum/div decomposition), but no longer the chain Inductor's SDPA patterns look for."""
+    ndim = len(shape_of(softmax.input))
+    dim, perm = softmax.dim % ndim, list(range(ndim))
+    perm[dim], perm[-1] = perm[-1], perm[dim]
+    single = softmax.nodes[0] if len(softmax.nodes) == 1 else None
+
+    def last_dim_softmax(x: torch.Tensor) -> torch.Tensor:
+        xt = x.permute(perm)
+        if single is not None:  # _softmax(x, dim, half_to_float) / softmax(x, dim, dtype)
+            out = single.target(xt, -1, *single.args[2:], **single.kwargs)
+        else:
+            e = torch.exp(xt - torch.amax(xt, [-1], keepdim=True))
+            out = e / torch.sum(e, [-1], keepdim=True)
+        return out.permute(perm)
+
+    with graph.inserting_before(softmax.output):
+        [out], inserted = graph_utils.insert_traced(graph, last_dim_softmax, [softmax.input], written=())
+    softmax.output.replace_all_uses_with(out)
+    erase_dead(graph, softmax.nodes)
+    copy_stack_trace(softmax.nodes, inserted)
+
+
+def _ops_ahead(node: fx.Node, packets, depth: int = 6) -> list[fx.Node]:
+    """The calls of ``packets`` within ``depth`` ops downstream of ``node``."""
+    found, frontier = [], [node]
+    for _ in range(depth):
+        frontier = [u for n in frontier for u in n.users]
+        found += [u for u in frontier if is_op(u, *packets)]
+    return found
+
+
+def _attention_ahead(node: fx.Node) -> bool:
+    """Is there a softmax and then a bmm downstream of the scores ``node``? Misses are reported only then."""
+    return any(_ops_ahead(sm, (aten.bmm,), depth=10) for sm in _ops_ahead(node, _SOFTMAX_OPS))
+
+
+# --------------------------------------------------------------------------------------------- operands
+
+
+def _unflatten(flat: fx.Node, prep: list, report: bool = True) -> fx.Node:
+    """The tensor [*batch, M, K] that bmm operand ``flat`` [N, M, K] flattens (``matmul``'s expand/clone/view);
+    ``flat`` itself when the bmm was called on 3-D tensors."""
+    node = _skip_identity(flat, prep)
+    if node.op == "call_function" and is_op(node, *_FLATTEN):
+        prep.append(node)
+        src = _skip_identity(node.args[0], prep)
+        src_shape, flat_shape = shape_of(src), shape_of(flat)
+        if len(src_shape) >= 3 and same_shape(src_shape[-2:], flat_shape[-2:]):
+            return src
+        raise _Miss(flat, f"a bmm operand {_fmt(flat_shape)} is not a flattened [*batch, M, K] tensor "
+                    f"(it views {_fmt(src_shape)})", report)
+    return node
+
+
+def _strip_transpose(kt: fx.Node, prep: list) -> fx.Node | None:
+    """k for ``kt = k.transpose(-2, -1)`` (a permute swapping the last two dims), else None."""
+    if is_op(kt, aten.permute):
+        n = len(kt.args[1])
+        if [d % n for d in kt.args[1]] == [*range(n - 2), n - 1, n - 2]:
+            prep.append(kt)
+            return kt.args[0]
+    if is_op(kt, aten.transpose):
+        n = len(shape_of(kt))
+        if sorted(d % n for d in kt.args[1:3]) == [n - 2, n - 1]:
+            prep.append(kt)
+            return kt.args[0]
+    return None
+
+
+def _repeat_kv_source(node: fx.Node, prep: list) -> tuple[fx.Node, int] | None:
+    """(kv [B, Hkv, S, D], n_rep) when ``node`` [B, Hkv*n_rep, S, D] is HF's repeat_kv of kv:
+    ``kv[:, :, None].expand(B, Hkv, n_rep, S, D).reshape(B, Hkv*n_rep, S, D)``."""
+    seen: list = []
+    flat = _skip_identity(node, seen)
+    if not is_op(flat, *_FLATTEN) or len(shape_of(flat)) != 4:
+        return None
+    expand = _skip_identity(flat.args[0], seen)
+    if not is_op(expand, aten.expand) or len(shape_of(expand)) != 5:
+        return None
+    unsq = _skip_identity(expand.args[0], seen)
+    if not is_op(unsq, aten.unsqueeze) or unsq.args[1] % 5 != 2:
+        return None
+    kv = _skip_identity(unsq.args[0], seen)
+    b, hkv, rep, s, d = shape_of(expand)
+    if not (same_shape(shape_of(kv), (b, hkv, s, d)) and same_shape(shape_of(flat), (b, hkv * rep, s, d))):
+        return None
+    if not isinstance(rep, int):
+        return None
+    prep.extend([*seen, flat, expand, unsq])
+    return kv, rep
+
+
+def _repeat_kv_pair(k: fx.Node, v: fx.Node) -> tuple[fx.Node, fx.Node, int, list] | None:
+    """(k_src, v_src, n_rep, the repeat_kv ops) when both K and V are ``repeat_kv`` of same-batch/heads sources
+    repeated alike."""
+    prep: list = []
+    k_src, v_src = _repeat_kv_source(k, prep), _repeat_kv_source(v, prep)
+    if k_src and v_src and k_src[1] == v_src[1] and same_shape(shape_of(k_src[0])[:2], shape_of(v_src[0])[:2]):
+        return k_src[0], v_src[0], k_src[1], prep
+    return None
+
+
+# --------------------------------------------------------------------------------------------- the match
+
+
+def _match(bmm1: fx.Node, grad_enabled: bool) -> _Attention:
+    """Match the attention starting at the scores ``bmm1``; raises ``_Miss`` when it is not one we can rewrite."""
+    chain: list[fx.Node] = [bmm1]
+    prep: list[fx.Node] = []
+    try:
+        q = _unflatten(bmm1.args[0], prep, report=False)
+    except _Miss as miss:  # reported only where a softmax and a bmm with V follow: attention the matcher cannot read
+        miss.reason, miss.report = miss.reason + _EINSUM_HINT, _attention_ahead(bmm1)
+        raise
+    batch = shape_of(q)[:-2]
+
+    # scores [N, Sq, Sk] -> [*batch, Sq, Sk]
+    node = bmm1
+    user = sole_user(node)
+    if len(batch) > 1:
+        if user is None or not is_op(user, *_FLATTEN) or not same_shape(shape_of(user)[:-2], batch):
+            raise _Miss(bmm1, "the scores bmm is not viewed back to the query's batch dims" + _EINSUM_HINT,
+                        report=_attention_ahead(bmm1))
+        chain.append(user)
+        node = user
+
+    attn = _Attention(q=q, k=q, v=q, output=bmm1, chain=chain)
+    softmax = _walk_scores(node, attn, grad_enabled)
+    attn.softmax = softmax.output
+    scores_ndim = len(shape_of(softmax.input))
+    if softmax.dim % scores_ndim != scores_ndim - 1:
+        if not _ops_ahead(softmax.output, (aten.bmm,), depth=10):
+            _walk_weights(softmax.output, attn, grad_enabled)  # its own miss, unless a bmm with V is further on
+        # whatever follows the softmax, Inductor's SDPA patterns must not see it: apply() shields it
+        raise _Miss(softmax.output, f"softmax over dim {softmax.dim}, not the last dim: SDPA normalises over the "
+                                    "keys; moved onto transposed scores, so that Inductor's own SDPA rewrite, which "
+                                    "ignores the softmax dim (pytorch/pytorch#196468), cannot match it either",
+                    shield=softmax)
+    bmm2 = _walk_weights(softmax.output, attn, grad_enabled)
+    _match_operands(bmm1, bmm2, batch, attn, prep)
+    _check(attn)
+    attn.chain.extend(prep)  # erased once dead; kept where something else still uses them
+    return attn
+
+
+def _users_miss(node: fx.Node, what: str, grad_enabled: bool) -> _Miss:
+    if grad_enabled:
+        return _Miss(node, f"autograd is on and the backward pass reads the attention {what}: compile under "
+                           "torch.no_grad() / torch.inference_mode() (or eval) to get SDPA")
+    return _Miss(node, f"the attention {what} have another user (e.g. output_attentions=True, or they are "
+                       "returned): SDPA never materialises them")
+
+
+def _walk_scores(node: fx.Node, attn: _Attention, grad_enabled: bool) -> _Softmax:
+    """Walk from the scores to the softmax, collecting the scale and the mask terms."""
+    for _ in range(_MAX_CHAIN):
+        softmax = _softmax_at(node)
+        if softmax is not None:
+            attn.chain.extend(softmax.nodes)
+            return softmax
+        user = sole_user(node)
+        if user is None:
+            if not _attention_ahead(node):
+                raise _Miss(node, "scores have several users", report=False)
+            raise _users_miss(node, "scores", grad_enabled)
+        back = _reshape_round_trip(user, node)
+        if back is not None:
+            attn.chain.extend([user, back])
+            node = back
+            continue
+        try:
+            _scores_op(user, node, attn)
+        except _Miss as miss:
+            miss.report = miss.report and _attention_ahead(node)
+            raise
+        attn.chain.append(user)
+        node = user
+    raise _Miss(node, "too many ops between the scores and the softmax", report=False)
+
+
+def _reshape_round_trip(op: fx.Node, prev: fx.Node) -> fx.Node | None:
+    """The second of two reshapes that take the scores ``prev`` to another shape and straight back, or None.
+
+    Functionalisation writes one when the model adds to its scores in place (transformers 4.x T5's ``scores +=
+    position_bias``, the scores being a view of the bmm's 3-d output): [B, H, S, S] -> [B*H, S, S] -> [B, H, S, S].
+    Row-major reshapes compose, so the pair leaves every value where it was."""
+    back = sole_user(op) if is_op(op, *_FLATTEN) and op.args[0] is prev else None
+    if back is None or not is_op(back, *_FLATTEN) or back.args[0] is not op:
+        return None
+    return back if same_shape(shape_of(back), shape_of(prev)) else None
+
+
+def _scores_op(op: fx.Node, prev: fx.Node, attn: _Attention) -> None:
+    """Record what ``op`` (applied to the scores ``prev``) does, or raise ``_Miss``."""
+    shape = shape_of(prev)
+    if _is_identity(op) and op.args[0] is prev:
+        return
+    if is_op(op, prims.convert_element_type, aten._to_copy):
+        src, dst = dtype_of(prev), dtype_of(op)
+        if dst != torch.float32 or src not in (torch.float16, torch.bfloat16):  # SDPA's softmax runs in fp32
+            raise _Miss(op, f"the scores are cast from {src} to {dst} before the softmax (only an fp32 upcast of "
+                            "fp16/bf16 scores matches SDPA)")
+        return
+    if is_op(op, aten.mul, aten.div):
+        other = op.args[1] if op.args[0] is prev else op.args[0]
+        if is_op(op, aten.div) and op.args[0] is not prev:
+            raise _Miss(op, "the scores are the divisor of a div")
+        if attn.mask:
+            raise _Miss(op, "the scores are scaled after the mask is added: SDPA scales before adding the mask")
+        number = _const_scalar(other)
+        if attn.tanh is not None:  # after the softcapping tanh: its cap
+            if number is None:
+                raise _Miss(op, "the softcapped scores are scaled by a tensor, not by a constant cap")
+            attn.softcap *= number if is_op(op, aten.mul) else 1.0 / number
+            return
+        if number is not None:
+            attn.scale *= number if is_op(op, aten.mul) else 1.0 / number
+        elif _is_0d_tensor(other):
+            attn.scale_tensors.append(("mul" if is_op(op, aten.mul) else "div", other))
+        else:
+            raise _Miss(op, f"the scores are scaled by a tensor of shape {_fmt(shape_of(other))}, not a scalar")
+        return
+    if is_op(op, aten.add) and op.kwargs.get("alpha", 1) == 1 and len(op.args) == 2:
+        other = op.args[1] if op.args[0] is prev else op.args[0]
+        if not isinstance(other, fx.Node) or not isinstance(val(other), torch.Tensor) or other is prev:
+            raise _Miss(op, "the scores are added to a constant or to themselves, not to a mask")
+        _check_broadcast(op, prev, other)
+        attn.mask.append(_MaskTerm("add", other))
+        return
+    if is_op(op, aten.where) and len(op.args) == 3 and prev in op.args[1:]:
+        keep = op.args[1] is prev
+        _check_broadcast(op, prev, op.args[0])
+        attn.mask.append(_MaskTerm("keep" if keep else "fill", op.args[0], _mask_fill(op, op.args[2 if keep else 1])))
+        return
+    if is_op(op, aten.masked_fill) and op.args[0] is prev:
+        _check_broadcast(op, prev, op.args[1])
+        attn.mask.append(_MaskTerm("fill", op.args[1], _mask_fill(op, op.args[2])))
+        return
+    if is_op(op, aten.tanh) and op.args[0] is prev and not attn.mask and attn.tanh is None:
+        attn.tanh, attn.softcap = op, 1.0  # logit softcapping: the decode kernel takes it (see _check_softcap)
+        return
+    what = op_name(op)
+    if is_op(op, aten.tanh):
+        what += " (logit softcapping)"
+    raise _Miss(op, f"{what} between the attention scores {_fmt(shape)} and the softmax cannot be expressed by SDPA")
+
+
+def _check_softcap(attn: _Attention) -> None:
+    """Softcapped scores (``cap * tanh(scores * scale)``, before the mask) only go to the decode kernel: SDPA has
+    no softcap."""
+    if attn.tanh is None:
+        return
+    if not attn.decode:
+        raise _Miss(attn.tanh, f"aten.tanh (logit softcapping) between the attention scores "
+                               f"{_fmt(shape_of(attn.tanh))} and the softmax cannot be expressed by SDPA (the decode "
+                               f"kernel takes it at q_len <= {DECODE_MAX_QUERY})")
+    if attn.scale_tensors or not attn.softcap:
+        raise _Miss(attn.tanh, "softcapped scores with a runtime scale or a zero cap: not folded")
+
+
+def _check_broadcast(op: fx.Node, scores: fx.Node, other: fx.Node) -> None:
+    if not same_shape(shape_of(op), shape_of(scores)):
+        raise _Miss(op, f"the mask {_fmt(shape_of(other))} does not broadcast to the scores {_fmt(shape_of(scores))}")
+
+
+def _mask_fill(op: fx.Node, fill) -> float:
+    """The fill of a where/masked_fill mask; only -inf or the most negative finite value of the scores' dtype
+    make ``where(c, s, fill)`` equal to ``s + where(c, 0, fill)``."""
+    value = _const_scalar(fill)
+    dtype = dtype_of(op)
+    if value is None or not (value == -math.inf or value <= torch.finfo(dtype).min):
+        shown = "a tensor" if value is None else value
+        raise _Miss(op, f"masked scores are filled with {shown}; SDPA needs -inf or torch.finfo({dtype}).min")
+    return value
+
+
+def _walk_weights(node: fx.Node, attn: _Attention, grad_enabled: bool) -> fx.Node:
+    """Walk from the softmax output to the bmm with V (through casts, eval-mode dropout, matmul's expand/view)."""
+    for _ in range(_MAX_CHAIN):
+        user = sole_user(node)
+        if user is None:
+            raise _users_miss(node, "weights (softmax output)", grad_enabled)
+        if is_op(user, aten.bmm) and user.args[0] is node:
+            attn.chain.append(user)
+            return user
+        ok = _is_identity(user) or is_op(user, prims.convert_element_type, aten._to_copy)
+        after = sole_user(user)
+        if is_op(user, *_FLATTEN) and after is not None and is_op(after, aten.bmm):
+            ok = same_shape(shape_of(user)[-2:], shape_of(node)[-2:])
+        if not ok:
+            if not _ops_ahead(node, (aten.bmm,)):
+                raise _Miss(node, "softmax output does not feed a bmm", report=False)
+            hint = " (dropout with p>0 in training mode? call model.eval())" if is_op(user, aten.mul) else ""
+            raise _Miss(user, f"{op_name(user)} between the softmax and attn @ V{hint} cannot be expressed by SDPA")
+        attn.chain.append(user)
+        node = user
+    raise _Miss(node, "too many ops between the softmax and attn @ V", report=False)
+
+
+def _match_operands(bmm1: fx.Node, bmm2: fx.Node, batch: tuple, attn: _Attention, prep: list) -> None:
+    """Find q, k, v behind the bmm operands, GQA's repeat_kv, and the output view."""
+    kt = _unflatten(bmm1.args[1], prep)
+    vv = _unflatten(bmm2.args[1], prep)
+    for name, t in (("key", kt), ("value", vv)):
+        if not same_shape(shape_of(t)[:-2], batch):
+            raise _Miss(t, f"the {name} batch dims {_fmt(shape_of(t)[:-2])} differ from the query's {_fmt(batch)} "
+                           "(a broadcasting matmul)")
+    k = _strip_transpose(kt, prep)
+    attn.k, attn.k_is_transposed = (k, False) if k is not None else (kt, True)
+    attn.v = vv
+
+    output = bmm2
+    if len(batch) > 1:
+        output = sole_user(bmm2)
+        want = (*batch, *shape_of(bmm2)[-2:])
+        if output is None or not is_op(output, *_FLATTEN) or not same_shape(shape_of(output), want):
+            raise _Miss(bmm2, "attn @ V is not viewed back to the query's batch dims")
+        attn.chain.append(output)
+    attn.output = output
+
+    if len(batch) == 2 and not attn.k_is_transposed:
+        pair = _repeat_kv_pair(attn.k, attn.v)
+        if pair:
+            k_src, v_src, attn.repeat, kv_prep = pair
+            attn.kv_sources = (k_src, v_src, kv_prep)  # used or not once the mask is known
+
+
+def _check(attn: _Attention) -> None:
+    """Preconditions that SDPA must meet to compute exactly what the graph computes."""
+    q, k, v = (val(n) for n in (attn.q, attn.k, attn.v))
+    if not (q.dtype == k.dtype == v.dtype):
+        raise _Miss(attn.output, f"query/key/value dtypes differ ({q.dtype}, {k.dtype}, {v.dtype})")
+    if not q.dtype.is_floating_point:
+        raise _Miss(attn.output, f"attention in {q.dtype}: SDPA needs floating point")
+    if not (q.device == k.device == v.device):
+        raise _Miss(attn.output, f"query/key/value live on different devices ({q.device}, {k.device}, {v.device})")
+    if dtype_of(attn.output) != q.dtype:
+        raise _Miss(attn.output, f"the attention output is {dtype_of(attn.output)}, not the query dtype {q.dtype}")
+    for term in attn.mask:
+        t = val(term.tensor)
+        if term.kind == "add" and t.dtype != q.dtype:
+            raise _Miss(term.tensor, f"the additive mask is {t.dtype} but the query is {q.dtype}: build the mask in "
+                                     "the model dtype")
+        if term.kind != "add" and t.dtype != torch.bool:
+            raise _Miss(term.tensor, f"the where/masked_fill condition is {t.dtype}, not bool")
+        if t.device != q.device:
+            raise _Miss(term.tensor, f"the mask lives on {t.device}, the query on {q.device}")
+    attn.decode = _decode_sized(q)
+
+
+# On the H200 a decode step (q_len = 1 over a static KV cache) ran slower with SDPA than with what stock Inductor
+# makes of the eager form (llama-1b decode-1024 with CUDA graphs: 2.43 ms vs 1.83 ms;
+# benchmarks/results/e2e_decode_h200_torch2.11.0.json): with a mask, SDPA's memory-efficient kernel needs
+# K/V repeated to all heads, a copy of the whole cache every step. So static query lengths up to this bound
+# get our decode kernel instead (GQA in-kernel, the cache read once per KV head).
+DECODE_MAX_QUERY = decode_kernel.MAX_QUERY
+
+
+def _decode_sized(q: torch.Tensor) -> bool:
+    sq = q.shape[-2]
+    if not isinstance(sq, int) or sq > DECODE_MAX_QUERY or q.dim() not in (3, 4):
+        return False
+    return q.device.type == "cuda" or decode_policy() == "always"
+
+
+# --------------------------------------------------------------------------------------------- causal masks
+
+
+def _constant_subgraph(node: fx.Node) -> list[fx.Node] | None:
+    """The nodes computing ``node`` in topological order, if none of them reads a graph input, a random
+    number generator or uninitialised memory, and all shapes are static (e.g. a mask built from ``arange``).
+    Constants the tracer lifted out of the model's code count as constant (``graph_utils.lifted_constant``)."""
+    order: list[fx.Node] = []
+    seen: set[fx.Node] = set()
+
+    def visit(n: fx.Node) -> bool:
+        if n in seen:
+            return True
+        seen.add(n)
+        if len(seen) > _MAX_CONST_NODES:
+            return False
+        constant = graph_utils.lifted_constant(n)
+        if constant is not None:
+            order.append(n)
+            return constant.numel() <= _MAX_CONST_NUMEL
+        if not graph_utils.deterministic_op(n):
+            return False
+        t = val(n)
+        if isinstance(t, torch.Tensor) and (
+            any(not isinstance(s, int) for s in t.shape) or t.numel() > _MAX_CONST_NUMEL
+        ):
+            return False
+        if not all(visit(i) for i in n.all_input_nodes):
+            return False
+        order.append(n)
+        return True
+
+    return order if visit(node) else None
+
+
+def _constant_mask_kind(attn: _Attention, q_len, k_len, proofs: dict) -> str | None:
+    """For a single mask term that is a compile-time constant: "none" when it allows every key (e.g. an HF
+    decode step), "causal" when it allows exactly key j <= query i (SDPA's is_causal, top-left aligned), each
+    blocking the rest with -inf / the dtype's minimum; None otherwise (the mask is passed to SDPA).
+    ``proofs`` keeps each answer for the rest of the pass: every layer reads the same mask, and evaluating it
+    once per layer ([8, 1, 2048, 2048] x 32 layers) costs compile time for nothing."""
+    if len(attn.mask) != 1 or not isinstance(q_len, int) or not isinstance(k_len, int):
+        return None
+    term = attn.mask[0]
+    key = (term.tensor, term.kind, q_len, k_len)
+    if key not in proofs:
+        proofs[key] = _prove_mask_kind(term, q_len, k_len)
+    return proofs[key]
+
+
+def _prove_mask_kind(term: _MaskTerm, q_len: int, k_len: int) -> str | None:
+    nodes = _constant_subgraph(term.tensor)
+    if nodes is None:
+        return None
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    value = graph_utils.run_nodes(nodes, {})[term.tensor]  # the mask's ops on real tensors, once, at compile time
+    with unset_fake_temporarily():
+        if term.kind == "add":
+            blocked = (value == -math.inf) | (value <= torch.finfo(value.dtype).min)
+            if not torch.equal(blocked, value != 0):
+                return None  # some entries are neither 0 nor blocked: a real bias
+            allowed = value == 0
+        else:
+            allowed = value if term.kind == "keep" else ~value
+        causal = torch.ones(q_len, k_len, dtype=torch.bool, device=value.device).tril()
+        try:
+            shape = torch.broadcast_shapes(allowed.shape, causal.shape)
+        except RuntimeError:
+            return None
+        if bool(allowed.all()):
+            return "none"
+        if torch.equal(allowed.expand(shape), causal.expand(shape)):
+            return "causal"
+    return None
+
+
+def _decide_mask_and_gqa(attn: _Attention, proofs: dict) -> None:
+    q_len, k_len = shape_of(attn.q)[-2], shape_of(attn.k)[-1 if attn.k_is_transposed else -2]
+    kind = _constant_mask_kind(attn, q_len, k_len, proofs) if attn.mask else None
+    if kind is not None:
+        attn.mask, attn.is_causal, attn.mask_dropped = [], kind == "causal", kind
+    if attn.decode and not _fits_decode_kernel(attn, q_len):
+        attn.decode = False  # SDPA as for longer queries
+    sources = attn.kv_sources
+    if sources is None:
+        return
+    # SDPA's GQA keeps K/V un-repeated. Whether a fused kernel takes GQA (with a mask: CPU's flash, cuDNN on the
+    # H200; not CUDA's flash) shows when the replacement is traced: _insert_sdpa_or_repeated falls back then.
+    attn.repeated_kv = (attn.k, attn.v, len(attn.chain))
+    attn.k, attn.v, kv_prep = sources
+    attn.enable_gqa = True
+    attn.chain.extend(kv_prep)
+
+
+def _fits_decode_kernel(attn: _Attention, q_len: int) -> bool:
+    """The decode kernel holds the query rows of one KV head (q_len x heads per KV head) and a head in one tile."""
+    dims = [shape_of(attn.q)[-1], shape_of(attn.v)[-1]]
+    return (q_len * attn.repeat <= decode_kernel.MAX_ROWS
+            and all(isinstance(d, int) and d <= decode_kernel.MAX_HEAD_DIM for d in dims))
+
+
+# --------------------------------------------------------------------------------------------- the rewrite
+
+
+def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
+    """The replacement, traced with Inductor's decompositions. ``extra``: scale tensors, then mask tensors."""
+    it = iter(extra)
+    for kind, _ in attn.scale_tensors:
+        s = next(it)
+        q = q * s if kind == "mul" else q / s
+    if attn.k_is_transposed:
+        k = k.transpose(-2, -1)
+    mask = None
+    for term in attn.mask:
+        t = next(it)
+        if term.kind != "add":
+            fill = term.fill if term.fill == -math.inf else max(term.fill, torch.finfo(dtype).min)
+            zero = torch.zeros((), dtype=dtype, device=q.device)
+            blocked = torch.full((), fill, dtype=dtype, device=q.device)
+            t = torch.where(t, zero, blocked) if term.kind == "keep" else torch.where(t, blocked, zero)
+        mask = t if mask is None else mask + t
+    heads_dim = q.dim() == 3  # [N, S, D] from a plain bmm: the fused kernels want [N, 1, S, D]
+    if heads_dim:
+        q, k, v = q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1)
+        mask = mask.unsqueeze(-3) if mask is not None and mask.dim() == 3 else mask
+    if attn.decode:
+        if mask is not None and mask.dim() < 4:
+            mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
+        scale = attn.scale if attn.scale is not None else 1.0 / math.sqrt(q.shape[-1])
+        out = torch.ops.fusion_passes.decode_attention(q, k, v, mask, scale, attn.is_causal,
+                                                       *([attn.softcap] if attn.tanh is not None else []))
+        return out.squeeze(1) if heads_dim else out
+    kwargs = {"enable_gqa": True} if attn.enable_gqa else {}
+    out = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=0.0, is_causal=attn.is_causal, scale=attn.scale, **kwargs
+    )
+    return out.squeeze(1) if heads_dim else out
+
+
+def _insert_sdpa(graph: fx.Graph, attn: _Attention, masks: dict) -> list[fx.Node]:
+    """Trace the SDPA replacement on the matched tensors' fake values and splice it in before ``attn.output``;
+    ``masks``: the decode masks already materialised in this graph (filled as they are made)."""
+    from torch._guards import detect_fake_mode
+    from torch._inductor.pattern_matcher import fwd_only
+
+    inputs = [attn.q, attn.k, attn.v, *(n for _, n in attn.scale_tensors), *(t.tensor for t in attn.mask)]
+    fakes = [val(n) for n in inputs]
+    mode = detect_fake_mode([f for f in fakes if isinstance(f, torch.Tensor)])
+    dtype = val(attn.q).dtype
+    with mode if mode is not None else contextlib.nullcontext():
+        traced = fwd_only(lambda *a: _sdpa(attn, dtype, *a), fakes)
+    if any(n.op == "get_attr" for n in traced.graph.nodes):  # a constant we could not carry into ``graph``
+        raise _Miss(attn.output, "the SDPA replacement traced to a graph with constants")
+    fused = [n for n in traced.graph.nodes
+             if op_name(n).startswith("aten._scaled_dot_product_") or op_name(n) == "fusion_passes.decode_attention"]
+    if not fused:  # SDPA's math fallback is the same bmm/softmax/bmm again, plus _safe_softmax: no gain
+        q, k = val(attn.q), val(attn.k)
+        raise _Miss(attn.output, f"SDPA has no fused kernel for q {_fmt(q.shape)} / k {_fmt(k.shape)} {q.dtype} on "
+                                 f"{q.device.type} here (it would run its math fallback)")
+    placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
+    env = dict(zip(placeholders, inputs))
+    with graph.inserting_before(attn.output):
+        out = graph.graph_copy(traced.graph, env)
+    attn.output.replace_all_uses_with(out)
+    inserted = [env[n] for n in traced.graph.nodes if n.op == "call_function"]
+    for node in [n for n in inserted if n.target is decode_kernel.decode_attention]:
+        inserted = _share_decode_mask(graph, node, inserted, masks)
+        if prefetch_policy() == "on":  # (off CUDA the op ignores it: the decode policy "always", for tests)
+            _prefetch_next_weight(node, attn)
+    if val(attn.q).device.type == "cuda" and inline_policy() == "on":
+        inserted = [m for n in inserted for m in _inline_decode_kernel(graph, n)]
+    copy_stack_trace([attn.output, attn.chain[0]], inserted)
+    return inserted
+
+
+def _share_decode_mask(graph: fx.Graph, node: fx.Node, inserted: list[fx.Node], masks: dict) -> list[fx.Node]:
+    """Give ``node`` (a decode_attention) the graph's one materialised copy of its mask; returns ``inserted`` updated.
+
+    Every layer's decode kernel reads the same mask (HF builds one per forward; a bool mask is converted to an
+    additive one per layer, the same nodes each time). It is a cheap pointwise result, below Inductor's threshold
+    for materialising a reused value, so Inductor computed the whole mask again for every layer's kernel (one small
+    kernel per layer on the H200, gone with this: 173 -> 156 kernels per 1B step, logs/s9_run1)."""
+    mask = node.args[3]
+    if not isinstance(mask, fx.Node):
+        return inserted
+    shared, new = graph_utils.materialise_shared(graph, mask, node, masks)
+    graph_utils.set_args(node, (*node.args[:3], shared, *node.args[4:]))
+    gone = set(erase_dead(graph, [mask]))
+    return [n for n in [*inserted, *new] if n not in gone]
+
+
+_VIEWS = (*_FLATTEN, aten.transpose, aten.permute, aten.squeeze, aten.clone)  # HF's o_proj input: views + contiguous
+
+
+def _prefetch_next_weight(node: fx.Node, attn: _Attention) -> None:
+    """Give ``node`` (a decode_attention) the weight W of the linear its output feeds through views only
+    (HF: ``out.transpose(1, 2).contiguous().reshape(B, S, H * D)`` -> ``o_proj``), to request into L2."""
+    cur = node
+    for _ in range(8):
+        user = sole_user(cur)
+        if user is None:
+            return
+        if is_op(user, aten.mm, aten.addmm):
+            lin = linears.as_linear(user)
+            if not isinstance(lin, str) and lin.x2 is cur and lin.constant is None:
+                args = list(node.args) + [0.0] * (7 - len(node.args))  # softcap, if the node has none
+                graph_utils.set_args(node, (*args[:7], lin.weight))
+                attn.prefetch = lin.weight.name
+            return
+        if not is_op(user, *_VIEWS):
+            return
+        cur = user
+
+
+def _inline_decode_kernel(graph: fx.Graph, node: fx.Node) -> list[fx.Node]:
+    """A ``decode_attention`` node on CUDA becomes its two Triton launches, traced in place, so Inductor emits them
+    in its generated code (an extern op would call back into Python on every step); other nodes stay."""
+    if node.target is not decode_kernel.decode_attention:
+        return [node]
+    with graph.inserting_before(node):
+        [out], inserted = graph_utils.insert_traced(graph, decode_kernel.decode_attention_inline, list(node.args),
+                                                    written=decode_kernel.WRITTEN)
+    node.replace_all_uses_with(out)
+    graph.erase_node(node)
+    return inserted
+
+
+def _detail(attn: _Attention) -> dict:
+    if attn.mask_dropped == "causal":
+        mask = "causal (constant mask dropped, is_causal=True)"
+    elif attn.mask_dropped == "none":
+        mask = "none (constant mask allows every key, dropped)"
+    else:
+        mask = "+".join(t.kind for t in attn.mask) or ("causal (is_causal=True)" if attn.is_causal else "none")
+    return {
+        "q": _fmt(shape_of(attn.q)),
+        "k": _fmt(shape_of(attn.k)),
+        "scale": attn.scale if not attn.scale_tensors else f"{attn.scale} * runtime scalar",
+        "mask": mask,
+        "gqa": f"enable_gqa (x{attn.repeat})" if attn.enable_gqa else ("repeated K/V" if attn.repeat > 1 else "no"),
+        "kernel": "fusion_passes.decode_attention (q_len <= 16)" if attn.decode else "sdpa",
+        **({"softcap": attn.softcap} if attn.tanh is not None else {}),
+        **({"l2_prefetch": attn.prefetch} if attn.prefetch else {}),
+    }
+
+
+# --------------------------------------------------------------------------------------------- SDPA at decode
+
+# SDPA's backend ops, by the name of their mask argument (None: the op takes no mask). The other outputs
+# (logsumexp, RNG state, ...) exist for the backward pass; inference reads only output 0.
+_SDPA_BACKENDS = {
+    "aten._scaled_dot_product_efficient_attention": "attn_bias",
+    "aten._scaled_dot_product_cudnn_attention": "attn_bias",
+    "aten._scaled_dot_product_flash_attention": None,
+    "aten._scaled_dot_product_flash_attention_for_cpu": "attn_mask",
+}
+
+
+def _sdpa_kwargs(node: fx.Node) -> dict | None:
+    """The SDPA backend call ``node``'s arguments by name (query, key, value, scale, ...)."""
+    from torch.fx.operator_schemas import normalize_function
+
+    normalized = normalize_function(node.target, node.args, node.kwargs, normalize_to_only_use_kwargs=True)
+    return None if normalized is None else normalized.kwargs
+
+
+def _match_sdpa_call(node: fx.Node, grad_enabled: bool, proofs: dict) -> _Attention | None:
+    """An SDPA call already in the graph (HF's ``sdpa`` attention), as an ``_Attention`` to replace, or None when
+    there is nothing to gain (nothing to say). Decode-sized: our decode kernel, K/V taken from before ``repeat_kv``
+    (the per-step copy of the whole cache goes); raises ``_Miss`` when that cannot be done. Longer: SDPA again
+    without what it does not need, a compile-time constant mask proven causal (``is_causal=True``) or allowing
+    every key (dropped), and then ``repeat_kv``'s copies (``enable_gqa``)."""
+    kw = _sdpa_kwargs(node)
+    if kw is None:
+        return None
+    mask_arg = _SDPA_BACKENDS[op_name(node)]
+    q, k, v = kw["query"], kw["key"], kw["value"]
+    if not all(isinstance(t, fx.Node) and isinstance(val(t), torch.Tensor) for t in (q, k, v)):
+        return None
+    qv, kv_, vv = val(q), val(k), val(v)
+    if qv.dim() != 4:
+        return None
+    decode = _decode_sized(qv)
+    mask = kw.get(mask_arg) if mask_arg else None
+    out = [u for u in node.users if u.target is operator.getitem and u.args[1] == 0]
+    others = [u for u in node.users if u not in out]
+    kept = None
+    if grad_enabled or len(out) != 1 or any(u.users for u in others):
+        kept = "SDPA whose logsumexp/RNG outputs are used (autograd)"
+    elif kw.get("dropout_p", 0.0) != 0.0:
+        kept = f"SDPA with dropout_p={kw['dropout_p']}"
+    elif not (qv.dtype == kv_.dtype == vv.dtype) or not (qv.device == kv_.device == vv.device):
+        kept = "SDPA with mixed query/key/value dtypes or devices"
+    elif mask is not None and not isinstance(mask, fx.Node):
+        kept = "SDPA with a mask that is not a tensor"
+    if kept:
+        if decode:
+            raise _Miss(node, f"decode-sized {kept}: kept")
+        return None
+    attn = _Attention(q=q, k=k, v=v, output=out[0], chain=[out[0], *others, node], decode=decode,
+                      is_causal=bool(kw.get("is_causal", False)))
+    attn.scale = kw.get("scale") if kw.get("scale") is not None else 1.0 / math.sqrt(qv.shape[-1])
+    if mask is not None:
+        m = val(mask)
+        try:
+            torch.broadcast_shapes(m.shape, (qv.shape[0], qv.shape[1], qv.shape[2], kv_.shape[2]))
+        except RuntimeError:
+            if decode:
+                raise _Miss(node, f"decode-sized SDPA with a mask of shape {_fmt(m.shape)}: kept") from None
+            return None
+        if decode and (m.dtype == torch.bool or m.device != qv.device):
+            raise _Miss(node, f"decode-sized SDPA with a {m.dtype} mask on {m.device}: kept")
+        if m.device != qv.device or (m.dtype != torch.bool and m.dtype != qv.dtype) or attn.is_causal:
+            return None
+        if decode:
+            attn.mask = [_MaskTerm("add", mask)]
+        else:
+            attn.mask = [_MaskTerm("keep", mask, -math.inf) if m.dtype == torch.bool else _sdpa_bool_mask(mask)]
+    pair = _repeat_kv_pair(k, v)
+    if decode:
+        if pair:
+            attn.k, attn.v, attn.repeat, kv_prep = pair
+            attn.enable_gqa = attn.repeat > 1
+            attn.chain.extend(kv_prep)
+        elif qv.shape[1] != kv_.shape[1]:
+            if not (isinstance(kv_.shape[1], int) and qv.shape[1] % kv_.shape[1] == 0):
+                raise _Miss(node, "decode-sized SDPA whose query heads are not a multiple of the KV heads: kept")
+            attn.repeat, attn.enable_gqa = qv.shape[1] // kv_.shape[1], True
+        if not _fits_decode_kernel(attn, qv.shape[2]):
+            raise _Miss(node, f"decode-sized SDPA with {qv.shape[2]} x {attn.repeat} query rows per KV head or head "
+                              f"dim {qv.shape[-1]}: more than the decode kernel holds, kept")
+        return attn
+    if pair:
+        attn.repeat, attn.kv_sources = pair[2], (pair[0], pair[1], pair[3])
+    _decide_mask_and_gqa(attn, proofs)
+    return attn if attn.mask_dropped or attn.enable_gqa else None
+
+
+# SDPA turns a bool mask into an additive one before its backend op: where(mask, 0, -inf) on CPU, but
+# where(mask, 0, -65504) for cuDNN (which takes no -inf; -65536 in bf16). What the user wrote is the bool mask.
+_SDPA_BOOL_FILL = -65504.0
+
+
+def _sdpa_bool_mask(mask: fx.Node) -> _MaskTerm:
+    """The mask term of an SDPA backend op's additive ``mask``: "keep" on the bool mask the user gave SDPA when
+    ``mask`` is SDPA's where(bool, 0, fill <= -65504), with that fill (so a kept mask computes the same values);
+    "add" otherwise. The constant-mask proof then runs on the bool mask: dropping it (is_causal) gives SDPA's
+    semantics of the user's mask, and differs from the backend op's numbers only where a blocked score exceeds
+    its row's largest allowed score by about 65,400 (exp underflows to 0 in fp32 below that)."""
+    if is_op(mask, aten.where) and dtype_of(mask.args[0]) == torch.bool:
+        zero, fill = _const_scalar(mask.args[1]), _const_scalar(mask.args[2])
+        if zero == 0.0 and fill is not None and fill <= _SDPA_BOOL_FILL:
+            return _MaskTerm("keep", mask.args[0], fill)
+    return _MaskTerm("add", mask)
+
+
+def _insert_sdpa_or_repeated(graph: fx.Graph, attn: _Attention, masks: dict, gain_without_gqa: bool) -> list[fx.Node]:
+    """``_insert_sdpa``; where SDPA has no fused kernel for the GQA form here (fp32 on CUDA; a mask on a GPU
+    without cuDNN's), with the repeated K/V as matched instead, if the rewrite still gains without GQA."""
+    try:
+        return _insert_sdpa(graph, attn, masks)
+    except _Miss as miss:
+        if not attn.repeated_kv or attn.decode:  # repeated_kv: GQA was chosen over repeat_kv's copies
+            raise
+        if not gain_without_gqa:
+            why = (" with a mask not proven constant (it reads an input such as attention_mask, or its shape is "
+                   "dynamic): K/V copies kept, no fused SDPA kernel here takes GQA with a mask" if attn.mask else
+                   ": K/V copies kept, no fused SDPA kernel here takes the GQA form")
+            raise _Miss(miss.node, f"SDPA over repeat_kv{why} ({miss.reason})") from None
+    attn.k, attn.v, n = attn.repeated_kv
+    attn.chain = attn.chain[:n]
+    attn.enable_gqa = False
+    return _insert_sdpa(graph, attn, masks)
+
+
+def _rewrite_sdpa_calls(graph: fx.Graph, ctx, masks: dict, proofs: dict) -> None:
+    for node in [n for n in graph.nodes if op_name(n) in _SDPA_BACKENDS]:
+        try:
+            attn = _match_sdpa_call(node, ctx.grad_enabled, proofs)
+            if attn is None:
+                continue
+            order = {n: i for i, n in enumerate(graph.nodes)}
+            inserted = _insert_sdpa_or_repeated(graph, attn, masks, gain_without_gqa=bool(attn.mask_dropped))
+        except _Miss as miss:
+            ctx.near_miss(miss.node, miss.reason)
+            continue
+        # SDPA ops carry the RNG tag (their dropout), so erase_dead keeps them; at dropout 0 with every output
+        # unread, it is dead all the same
+        gone = [u for u in node.users if not u.users]
+        for u in gone:
+            graph.erase_node(u)
+        inputs = node.all_input_nodes  # a dropped mask's subgraph among them
+        if not node.users:
+            graph.erase_node(node)
+            gone.append(node)
+        erased = sorted([*gone, *erase_dead(graph, [*attn.chain, *inputs])], key=order.__getitem__)
+        detail = {**_detail(attn), "from": op_name(node)}
+        ctx.matched(erased, inserted, anchor=node, detail=detail)
+
+
+def apply(graph: fx.Graph, ctx) -> None:
+    """Rewrite every eager attention in ``graph`` into SDPA, and decode-sized SDPA calls into the decode kernel;
+    report the ones that almost matched."""
+    masks: dict = {}  # one shared, materialised mask per distinct decode mask (see _share_decode_mask)
+    proofs: dict = {}  # what each constant mask was proven to be (see _constant_mask_kind)
+    _rewrite_sdpa_calls(graph, ctx, masks, proofs)  # first: the SDPA calls the eager rewrites below insert are final
+    for bmm1 in [n for n in graph.nodes if is_op(n, aten.bmm)]:
+        if getattr(bmm1, "_erased", False):
+            continue  # erased by an earlier rewrite (it was that attention's bmm with V)
+        try:
+            attn = _match(bmm1, ctx.grad_enabled)
+            _decide_mask_and_gqa(attn, proofs)
+            _check_softcap(attn)
+        except _Miss as miss:
+            if miss.shield is not None:
+                _shield_softmax(graph, miss.shield)
+            if miss.report:
+                ctx.near_miss(miss.node, miss.reason)
+            continue
+        saved = 2 * tensor_bytes(bmm1)  # the [*batch, Sq, Sk] scores and weights are no longer written and read
+        order = {n: i for i, n in enumerate(graph.nodes)}
+        try:
+            inserted = _insert_sdpa_or_repeated(graph, attn, masks, gain_without_gqa=True)
+        except _Miss as miss:
+            ctx.near_miss(miss.node, miss.reason)
+            continue
+        erased = sorted(erase_dead(graph, attn.chain), key=order.__getitem__)
+        ctx.matched(erased, inserted, anchor=attn.softmax, detail=_detail(attn), saved_bytes=saved)

@@ -1,0 +1,174 @@
+"""qkv_packing: N >= 2 linears that read the same activation -> one GEMM, the outputs split off as views.
+
+    # before (post-grad ATen, e.g. q/k/v of a GQA attention; gate/up of a SwiGLU MLP likewise)
+    x2  = reshape(x, [B*S, D])                                   x [B, S, D]
+    q   = mm(x2, permute(W_q, [1, 0]))                           W_q [Nq, D]  -> q [B*S, Nq]
+    k   = addmm(b_k, x2, permute(W_k, [1, 0]))                   W_k [Nk, D]  -> k [B*S, Nk]
+    v   = mm(x2, permute(W_v, [1, 0]))                           W_v [Nv, D]  -> v [B*S, Nv]
+    # after
+    qkv = fusion_passes.packed_linear(x2, [W_q, W_k, W_v])       -> [B*S, Nq + Nk + Nv]   (one GEMM)
+    q   = slice(qkv, 1, 0, Nq)                                    a view
+    k   = slice(qkv, 1, Nq, Nq + Nk) + b_k                        bias added in the graph: Inductor fuses it
+    v   = slice(qkv, 1, Nq + Nk, Nq + Nk + Nv)                    into the consumer, and mixed bias is exact
+
+Inductor's pad_mm may pad each of these GEMMs' rows to a multiple of 8 (on a GPU, when timing says so), each
+with its own pad of the shared input; where 2 or more such linears read one tensor, ``linears.unpad_rows``
+restores them first (exact), so packing does not hang on that timing.
+
+The weights stay graph inputs: the op stacks them without a per-call copy by making the parameters row
+blocks of one buffer the first time it runs (see ``fusion_passes/kernels/packed_linear.py``).
+
+Fires only when: every packed GEMM reads the same tensor (the same node, or reshapes of the same node to
+[-1, D]); the weights are distinct graph inputs (placeholders, or ``get_attr`` constants under freezing),
+2-D, of one dtype and device, not mutated in the graph, with static sizes; biases are 1-D [N_i]; addmm has
+alpha = beta = 1; autograd is off (with gradients on, the op has no backward, so it does not fire).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.fx as fx
+
+from .. import graph_utils, linears
+from ..graph_utils import val
+from ..kernels import packed_linear as packed_linear_kernel
+
+NAME = "qkv_packing"
+HOOK = "post_grad"
+DESCRIPTION = "N>=2 linears on one input (q/k/v, gate/up) -> one GEMM on weights packed once, outputs as views"
+DEPENDS = (packed_linear_kernel, linears)
+
+aten = torch.ops.aten
+_ALIGN = 16  # bytes: Inductor assumes 16-byte-aligned inputs on GPU, so each row block must start aligned
+
+
+def apply(graph: fx.Graph, ctx) -> None:
+    if not ctx.grad_enabled:
+        linears.unpad_rows(graph, min_group=2)
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    packed_weights: set[fx.Node] = set()
+    for mms in linears.gemms_by_input(graph).values():
+        if len(mms) < 2:
+            continue
+        group = _packable(mms, packed_weights, ctx)
+        if len(group) < 2:
+            continue
+        reason = _decode_sized(group)
+        if reason:
+            ctx.near_miss(group[0].mm, reason)
+            continue
+        if ctx.grad_enabled:
+            ctx.near_miss(group[0].mm, "autograd is on with weights that require grad: packed_linear has no "
+                          "backward, so these linears are left unpacked (run under torch.no_grad() to pack)")
+            continue
+        group.sort(key=lambda lin: order[lin.mm])
+        _rewrite(graph, group, ctx)
+        packed_weights.update(lin.weight for lin in group)
+
+
+# On the H200 the packed GEMV of a decode step (M = 1) measured slower than cuBLAS's separate GEMVs under
+# stock Inductor (llama-1b decode-1024 with CUDA graphs: 2.30 ms packed vs 2.14 ms unpacked;
+# benchmarks/results/e2e_decode_h200_torch2.11.0.json), while prefill gains. Static row counts up to this
+# bound are left unpacked on CUDA; symbolic row counts are packed (they are usually prefill-sized).
+DECODE_MAX_ROWS = 16
+
+
+def _decode_sized(group: list["linears.Linear"]) -> str | None:
+    x = val(group[0].x2)
+    rows = x.shape[0]
+    if x.device.type == "cuda" and isinstance(rows, int) and rows <= DECODE_MAX_ROWS:
+        return (f"left unpacked: {rows} row(s) is decode-sized, and on CUDA the packed GEMV measured slower than "
+                f"separate ones (rows <= {DECODE_MAX_ROWS})")
+    return None
+
+
+# --------------------------------------------------------------------------------------------- matching
+
+
+def _packable(mms: list[fx.Node], taken: set[fx.Node], ctx) -> list[linears.Linear]:
+    """The linears among ``mms`` (all reading one input) that can share one GEMM; near misses for the rest."""
+    found, seen = [], set()
+    for mm in mms:
+        lin = linears.as_linear(mm)
+        if isinstance(lin, str):
+            ctx.near_miss(mm, f"linear reads the same input as another linear but is not packed: {lin}")
+        elif lin.weight in seen or lin.weight in taken:
+            continue  # the same weight twice (a duplicate GEMM) or already packed with another input
+        else:
+            seen.add(lin.weight)
+            found.append(lin)
+    if len({lin.constant is None for lin in found}) > 1:
+        # parameters and frozen constants on one input: pack the larger kind (both kinds are rare together)
+        runtime = [lin for lin in found if lin.constant is None]
+        frozen = [lin for lin in found if lin.constant is not None]
+        found = runtime if len(runtime) >= len(frozen) else frozen
+    if len(found) < 2:
+        return found
+    kinds = {(str(val(lin.weight).dtype), str(val(lin.weight).device), lin.k) for lin in found}
+    if len(kinds) > 1:
+        ctx.near_miss(found[0].mm, f"found on one input have weights of different dtype/device/K {sorted(kinds)}; not packed")
+        return []
+    row_bytes = found[0].k * val(found[0].weight).element_size()
+    if found[0].constant is None and any((lin.width * row_bytes) % _ALIGN for lin in found[:-1]):
+        ctx.near_miss(found[0].mm, f"a weight block is not a multiple of {_ALIGN} bytes, so the next one would "
+                      "start misaligned in the packed buffer; not packed")
+        return []
+    return found
+
+
+# --------------------------------------------------------------------------------------------- rewrite
+
+
+def _rewrite(graph: fx.Graph, group: list[linears.Linear], ctx) -> None:
+    """Replace the group's GEMMs by one ``packed_linear`` and a column slice (+ bias) per output."""
+    first = group[0]
+    x2 = first.x2  # defined before the first GEMM, and every GEMM of the group reads the same values
+    fake = linears.FakeEval(val(x2))
+    with graph.inserting_before(first.mm):
+        if first.constant is None:
+            packed = fake.call(graph, torch.ops.fusion_passes.packed_linear.default, x2, [lin.weight for lin in group])
+        else:
+            packed = _frozen_gemm(graph, x2, group, fake)
+        packed.meta["stack_trace"] = first.mm.meta.get("stack_trace")
+        inserted, start = [packed], 0
+        for lin in group:
+            out = fake.call(graph, aten.slice.Tensor, packed, 1, start, start + lin.width)
+            inserted.append(out)
+            if lin.bias is not None:
+                out = fake.call(graph, aten.add.Tensor, out, lin.bias)
+                inserted.append(out)
+            out.meta["stack_trace"] = lin.mm.meta.get("stack_trace")
+            start += lin.width
+            inserted += linears.replace_output(graph, lin.mm, out, fake)
+    replaced = [lin.mm for lin in group]
+    for lin in group:
+        wt = lin.mm.args[2] if lin.bias is not None else lin.mm.args[1]
+        graph_utils.erase_dead(graph, [lin.mm, wt, lin.x2])
+    ctx.matched(
+        replaced,
+        inserted[:1],
+        detail={
+            "linears": len(group),
+            "widths": [lin.width for lin in group],
+            "in_features": first.k,
+            "weights_packed": "at compile time (frozen constants)" if first.constant is not None else "at run time, once",
+            "bias": [lin.bias is not None for lin in group],
+            "weights": [lin.weight.name for lin in group],
+        },
+        saved_bytes=(len(group) - 1) * graph_utils.tensor_bytes(x2),  # the input is read once, not N times
+    )
+
+
+def _frozen_gemm(graph: fx.Graph, x2: fx.Node, group: list[linears.Linear], fake) -> fx.Node:
+    """Under freezing the weights are constants: stack them once now, as a new constant [sum N, K]."""
+    module = graph.owning_module
+    stacked = torch.cat([lin.constant for lin in group], dim=0)
+    name, i = "_fusion_packed_weight", 0
+    while hasattr(module, f"{name}{i}"):
+        i += 1
+    module.register_buffer(f"{name}{i}", stacked, persistent=False)
+    weight = graph.get_attr(f"{name}{i}")
+    weight.meta["val"] = fake.mode.from_tensor(stacked, static_shapes=True)
+    return fake.call(graph, aten.mm.default, x2, fake.call(graph, aten.permute.default, weight, [1, 0]))
+
+

@@ -1,0 +1,350 @@
+"""Graph breaks, captured during the one compile that runs our passes (no second ``explain`` pass).
+
+Two sources, merged on a single timeline in the order things happened:
+
+1. **Dynamo's ``graph_breaks`` log** (the records ``TORCH_LOGS=graph_breaks`` prints): one record per break
+   Dynamo hits while tracing, with the reason, hints and user traceback, including breaks that leave no graph
+   behind (a ``print`` as a frame's first statement, a frame skipped because of a break inside a loop). We
+   attach a handler to every ``*.__graph_breaks`` artifact logger for the duration of the compile only.
+2. **``gm.compile_subgraph_reason``** on each graph Dynamo hands to our backend (what ``ExplainWithBackend``
+   reads): tells which graph ended at a break, and where. This source alone still works if a torch release
+   renames the log records.
+
+A log record and the next graph that ends at the same ``file:line`` are the same occurrence. Occurrences are
+deduplicated by (reason, innermost user ``file:line``); ``count`` is the number of times Dynamo hit the break
+while tracing (what ``torch._dynamo.utils.counters["graph_break"]`` counts) and ``between`` the graphs it
+separates, **by compile order**: the graph that ended at the break and the next graph compiled.
+
+Which fusion a break blocked is a heuristic on the Dynamo-level ops at the end of the graph before the break
+and the start of the graph after it (e.g. ``matmul`` then ``softmax``: QK^T and softmax were split, so
+attention -> SDPA could not match). It names likely losses; it does not prove them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import torch
+import torch.fx as fx
+
+from .model import BlockedFusion, GraphBreak
+
+__all__ = ["BreakEvent", "GraphEvent", "capture_break_logs", "parse_log_message", "graph_event_info", "build_breaks",
+           "blocked_fusions"]
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_REPORT_DIR = os.path.dirname(__file__) + os.sep
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
+_AT = re.compile(r"in user code at (?P<file>.+?):(?P<line>\d+)\s*$", re.M)
+_URL = re.compile(r"please visit: (\S+)")
+# Preambles Dynamo puts before the actual reason ("Encountered graph break when attempting to trace CALL: ...:").
+_PREAMBLE = re.compile(r"^(Encountered graph break|Failed to handle graph break|Graph break: torch\.compile)")
+_NESTED = "*** While handling this graph break"
+_STACK_FRAMES = 4
+_WINDOW = 6  # ops looked at on each side of a break
+
+
+@dataclass
+class BreakEvent:
+    """One graph-break log record, parsed."""
+
+    reason: str
+    location: str  # "path:line" of the innermost user frame ('' if unknown)
+    explanation: str = ""
+    hints: list[str] = field(default_factory=list)
+    user_stack: list[str] = field(default_factory=list)
+    skipped_frame: bool = False
+    url: str = ""
+
+
+@dataclass
+class GraphEvent:
+    """One graph our backend compiled (``graph_id`` is the report's 1-based id)."""
+
+    graph_id: int
+    graph_break: bool  # Dynamo ended this graph at a graph break
+    location: str = ""
+    reason: str = ""
+    explanation: str = ""
+    hints: list[str] = field(default_factory=list)
+    user_stack: list[str] = field(default_factory=list)
+    head_ops: list[str] = field(default_factory=list)
+    tail_ops: list[str] = field(default_factory=list)
+    head_linear_inputs: list[tuple] = field(default_factory=list)  # shapes of linears fed by graph inputs
+    tail_linear_inputs: list[tuple] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------------------------ parsing
+
+
+def _is_user_file(path: str) -> bool:
+    return not (path.startswith(_TORCH_DIR) or path.startswith(_REPORT_DIR) or path.startswith("<"))
+
+
+def _frame_str(file: str, line, fn: str, code: str = "") -> str:
+    where = f"{file}:{line} in {fn}"
+    code = re.sub(r"\s{2,}", "  ", (code or "").strip())  # aligned trailing comments pad lines with spaces
+    return f"{where}: {code}" if code else where
+
+
+def _parse_traceback(text: str, skip: frozenset = frozenset()) -> list[str]:
+    """User frames of a formatted traceback, innermost last; frames inside torch (and this package) dropped,
+    and the ``skip`` frames ((file, line) of the code that called the compiled function)."""
+    lines = text.splitlines()
+    frames = []
+    for i, line in enumerate(lines):
+        m = _FRAME.search(line)
+        if not m or not _is_user_file(m["file"]) or (m["file"], int(m["line"])) in skip:
+            continue
+        code = lines[i + 1] if i + 1 < len(lines) and not _FRAME.search(lines[i + 1]) else ""
+        if code.strip() and set(code.strip()) <= set("^~ "):
+            code = ""
+        frames.append(_frame_str(m["file"], m["line"], m["fn"], code))
+    return frames[-_STACK_FRAMES:]
+
+
+def parse_reason(text: str) -> tuple[str, str, list[str], str]:
+    """(title, explanation, hints, url) from Dynamo's reason text (the gb registry format or a bare line)."""
+    paras = text.strip().split("\n\n")
+    while len(paras) > 1 and _PREAMBLE.match(paras[0].strip()):
+        paras = paras[1:]
+    core = "\n\n".join(paras).split(_NESTED)[0]
+    lines = [ln.strip() for ln in core.splitlines() if ln.strip()]
+    title = lines[0] if lines else text.strip().splitlines()[0] if text.strip() else "unknown"
+    explanation = next((ln[len("Explanation:"):].strip() for ln in lines if ln.startswith("Explanation:")), "")
+    hints = [ln[len("Hint:"):].strip() for ln in lines if ln.startswith("Hint:")]
+    hints = [h for h in hints if "report an issue to PyTorch" not in h]
+    url = _URL.search(text)
+    return _friendly_title(title), explanation, hints, url.group(1) if url else ""
+
+
+def _friendly_title(title: str) -> str:
+    # compile_subgraph_reason carries terse internal names where the log has the registry's title
+    if title.startswith("generic_jump"):
+        return "Data-dependent branching"
+    return title
+
+
+def parse_log_message(msg: str, skip: frozenset = frozenset()) -> BreakEvent | None:
+    """A ``graph_breaks`` log record -> BreakEvent (None for records that are not about one break).
+
+    ``skip``: (file, line) frames to leave out of the user stack (the caller of the compiled function).
+    """
+    if "graph break" not in msg.lower():
+        return None
+    reason_text = msg
+    if "Graph Break Reason:" in msg:
+        reason_text = msg.split("Graph Break Reason:", 1)[1]
+    for stop in ("\nUser code traceback:", "\nStack variable source attribution:"):
+        reason_text = reason_text.split(stop)[0]
+    if "The graph break occurred in the following user code:" in reason_text:  # convert_frame's "skip" record
+        reason_text = msg.split("\n", 1)[0]
+    title, explanation, hints, url = parse_reason(reason_text)
+
+    tb_part = msg.split("User code traceback:", 1)[1] if "User code traceback:" in msg else msg
+    stack = _parse_traceback(tb_part, skip)
+    at = _AT.search("\n".join(msg.splitlines()[:2]))
+    if at:
+        location = f"{at['file']}:{at['line']}"
+    elif stack:
+        location = stack[-1].split(" in ", 1)[0]
+    else:
+        location = ""
+    skipped = any(s in msg for s in ("Skipping the function", "Skipping the frame", "results in a skip"))
+    return BreakEvent(title, location, explanation, hints, stack, skipped, url)
+
+
+# ------------------------------------------------------------------------------------------------ capture
+
+
+def _graph_break_loggers() -> list[logging.Logger]:
+    # The artifact loggers exist once their modules are imported; their names carry the artifact name.
+    for mod in ("torch._dynamo.symbolic_convert", "torch._dynamo.convert_frame", "torch._dynamo.exc"):
+        with contextlib.suppress(Exception):
+            importlib.import_module(mod)
+    names = [n for n in list(logging.root.manager.loggerDict) if n.endswith(".__graph_breaks")]
+    return [logging.getLogger(n) for n in sorted(names)]
+
+
+class _Handler(logging.Handler):
+    def __init__(self, sink: Callable[[BreakEvent], None], skip: frozenset):
+        super().__init__(logging.DEBUG)
+        self.sink = sink
+        self.skip = skip
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            event = parse_log_message(record.getMessage(), self.skip)
+        except Exception:  # noqa: BLE001 - a record we cannot parse must never break the user's compile
+            return
+        if event is not None:
+            self.sink(event)
+
+
+@contextlib.contextmanager
+def capture_break_logs(sink: Callable[[BreakEvent], None], skip=frozenset()) -> Iterator[None]:
+    """Send every graph-break log record emitted inside the block to ``sink`` (parsed).
+
+    ``skip``: (file, line) frames to leave out of user stacks, e.g. those of the code calling the compile.
+    Loggers the user did not enable are switched on at DEBUG with propagation off, so nothing extra is
+    printed; loggers the user enabled (``TORCH_LOGS=graph_breaks``) keep printing as before.
+    """
+    handler = _Handler(sink, frozenset(skip))
+    saved = []
+    for lg in _graph_break_loggers():
+        saved.append((lg, lg.level, lg.propagate))
+        if not lg.isEnabledFor(logging.DEBUG):
+            lg.setLevel(logging.DEBUG)
+            lg.propagate = False
+        lg.addHandler(handler)
+    try:
+        yield
+    finally:
+        for lg, level, propagate in saved:
+            lg.removeHandler(handler)
+            lg.setLevel(level)
+            lg.propagate = propagate
+
+
+# ------------------------------------------------------------------------------------------------ graph side
+
+_IGNORED_OPS = {
+    "getattr", "getitem", "size", "dim", "view", "reshape", "transpose", "permute", "contiguous", "to", "type",
+    "float", "half", "bfloat16", "unsqueeze", "squeeze", "expand", "t", "flatten", "clone", "detach", "_set_grad_enabled",
+    "sym_size", "_assert", "numel", "stride", "dropout",
+}
+
+
+def _node_op(node: fx.Node) -> str:
+    if node.op == "call_method":
+        return str(node.target)
+    if node.op == "call_module":
+        return type(node.graph.owning_module.get_submodule(node.target)).__name__.lower() if node.graph.owning_module else "module"
+    target = node.target
+    name = getattr(target, "__name__", None) or str(target)
+    return name.split(".")[-1]
+
+
+def _shape(node) -> tuple:
+    val = node.meta.get("example_value", node.meta.get("val")) if isinstance(node, fx.Node) else None
+    try:
+        return tuple(int(s) for s in val.shape) if isinstance(val, torch.Tensor) else ()
+    except Exception:  # symbolic size without a hint
+        return ()
+
+
+def graph_event_info(gm: fx.GraphModule) -> dict:
+    """What the break analysis needs from a Dynamo graph: why it ended, where, and its first/last ops."""
+    reason = getattr(gm, "compile_subgraph_reason", None)
+    info: dict = {"graph_break": bool(getattr(reason, "graph_break", False))}
+    if reason is not None:
+        title, explanation, hints, _ = parse_reason(str(getattr(reason, "reason", "")))
+        frames = [f for f in getattr(reason, "user_stack", None) or [] if _is_user_file(f.filename)]
+        stack = [_frame_str(f.filename, f.lineno, f.name, f.line or "") for f in frames][-_STACK_FRAMES:]
+        info.update(reason=title, explanation=explanation, hints=hints, user_stack=stack,
+                    location=f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "")
+    calls = [n for n in gm.graph.nodes
+             if n.op in ("call_function", "call_method", "call_module") and _node_op(n) not in _IGNORED_OPS]
+    head, tail = calls[:_WINDOW], calls[-_WINDOW:]
+    info["head_ops"] = [_node_op(n) for n in head]
+    info["tail_ops"] = [_node_op(n) for n in tail]
+    info["head_linear_inputs"] = [_shape(n.args[0]) for n in head
+                                  if _node_op(n) == "linear" and n.args and getattr(n.args[0], "op", "") == "placeholder"]
+    info["tail_linear_inputs"] = [_shape(n.args[0]) for n in tail if _node_op(n) == "linear" and n.args]
+    return info
+
+
+# ------------------------------------------------------------------------------------------------ heuristics
+
+_MATMUL = {"matmul", "bmm", "baddbmm", "einsum", "mm"}
+_SOFTMAX = {"softmax", "_softmax", "safe_softmax"}
+_NORM = {"layer_norm", "rms_norm", "rsqrt", "pow", "mean", "var", "var_mean"}
+_ADD = {"add", "iadd", "add_"}
+
+
+def _has(ops, group) -> bool:
+    return any(op in group for op in ops)
+
+
+def blocked_fusions(before: GraphEvent, after: GraphEvent) -> list[BlockedFusion]:
+    """Fusions that the break between ``before`` and ``after`` probably split (heuristic; see module doc)."""
+    t, h = before.tail_ops, after.head_ops
+    out = []
+    if _has(t, _MATMUL) and _has(h, _SOFTMAX):
+        out.append(BlockedFusion("attention_sdpa", f"the QK^T matmul ends graph {before.graph_id} and the softmax "
+                                                   f"starts graph {after.graph_id}, so attention -> SDPA cannot match"))
+    elif _has(t, _SOFTMAX) and _has(h, _MATMUL) and not _has(h, _SOFTMAX):
+        out.append(BlockedFusion("attention_sdpa", f"the softmax ends graph {before.graph_id} and the P @ V matmul "
+                                                   f"starts graph {after.graph_id}, so attention -> SDPA cannot match"))
+    if _has(t, _ADD) and _has(h, _NORM):
+        out.append(BlockedFusion("residual_norm", f"the residual add ends graph {before.graph_id} and the norm starts "
+                                                  f"graph {after.graph_id}, so add + norm cannot fuse"))
+    elif _has(t, {"pow", "mean", "var"}) and _has(h, {"rsqrt", "mul"}) and _has(h, _NORM):
+        out.append(BlockedFusion("residual_norm", f"the norm is split between graph {before.graph_id} and graph "
+                                                  f"{after.graph_id}"))
+    shared = set(before.tail_linear_inputs) & set(after.head_linear_inputs) - {()}
+    if shared:
+        out.append(BlockedFusion("qkv_packing", f"projections of a {list(next(iter(shared)))} input are split "
+                                                f"between graph {before.graph_id} and graph {after.graph_id}, so "
+                                                f"they cannot be packed into one matmul"))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ merge
+
+
+def build_breaks(timeline: list) -> list[GraphBreak]:
+    """Deduplicated ``GraphBreak``s from a timeline of ``BreakEvent``s and ``GraphEvent``s (in event order)."""
+    graphs = [e for e in timeline if isinstance(e, GraphEvent)]
+    next_graph = {id(g): (graphs[i + 1] if i + 1 < len(graphs) else None) for i, g in enumerate(graphs)}
+    occurrences: list[tuple[BreakEvent | GraphEvent, GraphEvent | None, GraphEvent | None]] = []
+    pending: list[BreakEvent] = []
+    for ev in timeline:
+        if isinstance(ev, BreakEvent):
+            pending.append(ev)
+            continue
+        # graph-less breaks logged before this graph: nothing was compiled before them; this graph comes next
+        if ev.graph_break:
+            logged = next((b for b in reversed(pending) if b.location and b.location == ev.location), None)
+            if logged is not None:
+                pending.remove(logged)
+        for b in pending:
+            occurrences.append((b, None, ev))
+        pending = []
+        if ev.graph_break:
+            occurrences.append((_merge(logged, ev), ev, next_graph[id(ev)]))
+    occurrences += [(b, None, None) for b in pending]
+
+    by_key: dict[tuple[str, str], GraphBreak] = {}
+    for info, before, after in occurrences:
+        key = (info.reason, info.location)
+        gb = by_key.get(key)
+        if gb is None:
+            gb = by_key[key] = GraphBreak(info.reason, info.location, info.explanation, list(info.hints),
+                                          list(info.user_stack), count=0, url=getattr(info, "url", ""))
+        gb.count += 1
+        gb.between.append((before.graph_id if before else None, after.graph_id if after else None))
+        gb.skipped_frame = gb.skipped_frame or getattr(info, "skipped_frame", False)
+        if len(info.user_stack) > len(gb.user_stack):
+            gb.user_stack = list(info.user_stack)
+        if before is not None and after is not None:
+            for bf in blocked_fusions(before, after):
+                if bf.pattern not in {x.pattern for x in gb.blocked}:
+                    gb.blocked.append(bf)
+    return list(by_key.values())
+
+
+def _merge(logged: BreakEvent | None, graph: GraphEvent) -> BreakEvent:
+    """The log's reason is the richer one (registry title, hints); the graph's is the fallback."""
+    if logged is None:
+        return BreakEvent(graph.reason or "graph break", graph.location, graph.explanation, graph.hints,
+                          graph.user_stack)
+    if not logged.user_stack:
+        logged.user_stack = list(graph.user_stack)
+    return logged
