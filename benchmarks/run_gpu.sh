@@ -321,7 +321,8 @@ case "${1:-}" in
     rm -rf benchmarks/_l2 && mkdir -p benchmarks/_l2 && cp -r fusion_passes benchmarks/_l2/
     printf '\nPERSISTENT = {k: v[:2] + (2,) + v[3:] for k, v in PERSISTENT.items()}\n' \
       >> benchmarks/_l2/fusion_passes/kernels/gemv_table.py
-    for round in 1 2; do chain_versions "s28_VER_$round" "table l2" 80 --variants ours; done ;;
+    for round in 1 2; do chain_versions "s28_VER_$round" "table l2" 80 --variants ours; done
+    rm -rf benchmarks/_l2 ;;
   s28c)  # (session 28) the persistent loop carries each block's columns from the load ahead to its epilogue (index math
          # once a block; commit cbe5532's kernel, since backed out) vs recomputing them (benchmarks/_old, untracked):
          # the cache-writing q/k/v's configs per model in alternation, then the chain per linear old / new twice
