@@ -38,6 +38,7 @@
 #   bash benchmarks/run_gpu.sh s28       # RoPE's cos / sin requested before the reduction vs after (a705767's kernel)
 #   bash benchmarks/run_gpu.sh s28b      # the block after next requested into L2 (b881331's PREFETCH 2) vs not
 #   bash benchmarks/run_gpu.sh s28c      # each block's columns carried from its load to its epilogue vs recomputed
+#   bash benchmarks/run_gpu.sh smem      # persistent GEMV: blocks through shared memory (no PREFETCH) vs into registers
 #   bash benchmarks/run_gpu.sh s28_steps # the final kernel's graphed decode steps, 1B and 8B: stock vs ours
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
@@ -329,6 +330,19 @@ case "${1:-}" in
     sweep_configs s28c_VER_MODEL "old new" "llama-1b llama-8b" 120 4 --linears qkv_kv --persistent-only \
       --per-sm 3 4 6 8 --block-n 1 --warps 4 8
     for round in 1 2; do chain_versions "s28c_VER_$round" "old new" 80 --variants ours; done ;;
+  smem)  # (built in session 28, offline) every persistent linear's configs with PREFETCH (the next block into
+         # registers) and without (blocks staged in shared memory by Triton's pipeliner), per model; then the chain,
+         # the table as is vs its persistent entries without PREFETCH (benchmarks/_smem, made here), twice; then the
+         # GEMV kernel's persistent tests on CUDA (both forms)
+    sweep_configs smem_MODEL new "llama-1b llama-8b" 150 6 --linears qkv_kv gate_up o down --persistent-only \
+      --per-sm 2 3 4 6 8 --block-n 1 --warps 4 8 --smem
+    rm -rf benchmarks/_smem && mkdir -p benchmarks/_smem && cp -r fusion_passes benchmarks/_smem/
+    printf '\nPERSISTENT = {k: v[:2] + (False,) + v[3:] for k, v in PERSISTENT.items()}\n' \
+      >> benchmarks/_smem/fusion_passes/kernels/gemv_table.py
+    for round in 1 2; do chain_versions "smem_VER_$round" "table smem" 80 --variants ours; done
+    rm -rf benchmarks/_smem
+    timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_gemv_kernel.py -k persistent 2>&1 \
+      | tee "$OUT/gemv_kernel_tests.log" | tail -3 ;;
   s28_steps)  # (session 28) the final kernel's graphed decode steps, 1B then 8B: stock vs ours, eager attention
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \
