@@ -383,7 +383,7 @@ if triton is not None:
             # PREFETCH: the next block's rows requested into registers at the top of each trip (ptxas places those
             # loads after this block's multiply-adds); else Triton's pipeliner copies the blocks two trips ahead into
             # shared memory (cp.async, SMEM_STAGES)
-            for blk_id in tl.range(pid, n_blocks, step, num_stages=1 if PREFETCH else SMEM_STAGES):
+            for blk_id in tl.range(pid, n_blocks, step, num_stages=None if PREFETCH else SMEM_STAGES):
                 if PREFETCH:
                     w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR,
                                                  ROPE, ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
