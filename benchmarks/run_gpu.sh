@@ -128,6 +128,18 @@ chain_versions() {
   done
 }
 
+# chain_table_vs_prefetch TAG VARIANT VALUE: chain_versions twice, the table as is vs its persistent entries with
+# PREFETCH VALUE (a copy of the package in benchmarks/_VARIANT, removed after), into
+# gemv_chain_TAG_{table,VARIANT}_{1,2}.json.
+chain_table_vs_prefetch() {
+  local tag=$1 variant=$2 value=$3 round
+  rm -rf "benchmarks/_$variant" && mkdir -p "benchmarks/_$variant" && cp -r fusion_passes "benchmarks/_$variant/"
+  printf '\nPERSISTENT = {k: v[:2] + (%s,) + v[3:] for k, v in PERSISTENT.items()}\n' "$value" \
+    >> "benchmarks/_$variant/fusion_passes/kernels/gemv_table.py"
+  for round in 1 2; do chain_versions "${tag}_VER_$round" "table $variant" 80 --variants ours; done
+  rm -rf "benchmarks/_$variant"
+}
+
 case "${1:-}" in
   tests)  # all of pytest -m gpu (over 330 s on a fresh machine: past one call with anything else; see tests1/2)
     python3 -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
@@ -319,11 +331,7 @@ case "${1:-}" in
          # entries with PREFETCH 2 (benchmarks/_l2, made here), in alternation, twice
     sweep_configs s28_l2_MODEL new "llama-1b llama-8b" 150 6 --linears qkv_kv gate_up o down --persistent-only \
       --per-sm 3 4 6 8 --block-n 1 --warps 4 8 --ahead 1 2
-    rm -rf benchmarks/_l2 && mkdir -p benchmarks/_l2 && cp -r fusion_passes benchmarks/_l2/
-    printf '\nPERSISTENT = {k: v[:2] + (2,) + v[3:] for k, v in PERSISTENT.items()}\n' \
-      >> benchmarks/_l2/fusion_passes/kernels/gemv_table.py
-    for round in 1 2; do chain_versions "s28_VER_$round" "table l2" 80 --variants ours; done
-    rm -rf benchmarks/_l2 ;;
+    chain_table_vs_prefetch s28 l2 2 ;;
   s28c)  # (session 28) the persistent loop carries each block's columns from the load ahead to its epilogue (index math
          # once a block; commit cbe5532's kernel, since backed out) vs recomputing them (benchmarks/_old, untracked):
          # the cache-writing q/k/v's configs per model in alternation, then the chain per linear old / new twice
@@ -336,11 +344,7 @@ case "${1:-}" in
          # GEMV kernel's persistent tests on CUDA (both forms)
     sweep_configs smem_MODEL new "llama-1b llama-8b" 150 6 --linears qkv_kv gate_up o down --persistent-only \
       --per-sm 2 3 4 6 8 --block-n 1 --warps 4 8 --smem
-    rm -rf benchmarks/_smem && mkdir -p benchmarks/_smem && cp -r fusion_passes benchmarks/_smem/
-    printf '\nPERSISTENT = {k: v[:2] + (False,) + v[3:] for k, v in PERSISTENT.items()}\n' \
-      >> benchmarks/_smem/fusion_passes/kernels/gemv_table.py
-    for round in 1 2; do chain_versions "smem_VER_$round" "table smem" 80 --variants ours; done
-    rm -rf benchmarks/_smem
+    chain_table_vs_prefetch smem smem False
     timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_gemv_kernel.py -k persistent 2>&1 \
       | tee "$OUT/gemv_kernel_tests.log" | tail -3 ;;
   s28_steps)  # (session 28) the final kernel's graphed decode steps, 1B then 8B: stock vs ours, eager attention
