@@ -61,13 +61,12 @@ MAX_ERROR = {torch.bfloat16: 0.0625, torch.float16: 0.01, torch.float32: 1e-3}
 PER_SM = (2, 3, 4, 6, 8)  # the persistent form's programs per SM, as swept by default
 
 
-def persistent_configs(k: int, per_sm=PER_SM, block_n=(1, 2, 4), warps=(4, 8, 16), prefetch=(True,)) -> list[dict]:
+def persistent_configs(k: int, per_sm=PER_SM, block_n=(1, 2, 4), warps=(4, 8, 16)) -> list[dict]:
     """The persistent form's configs for rows of K: the whole row in one tile, ``block_n`` columns a block,
-    ``per_sm`` programs per SM, the next block's rows requested into registers (PREFETCH) or not (blocks staged in
-    shared memory by Triton's pipeliner); at least 8 elements of a tile per thread."""
+    ``per_sm`` programs per SM; at least 8 elements of a tile per thread."""
     bk = triton_next_pow2(k)
-    return [dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=f, ACC1D=True, PERSIST=p, num_warps=w, num_stages=1)
-            for f in prefetch for n in block_n for w in warps for p in per_sm if n * bk <= 16384 and 256 * w <= n * bk]
+    return [dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=True, ACC1D=True, PERSIST=p, num_warps=w, num_stages=1)
+            for n in block_n for w in warps for p in per_sm if n * bk <= 16384 and 256 * w <= n * bk]
 
 
 def triton_next_pow2(k: int) -> int:
@@ -93,7 +92,7 @@ def table_entry(name: str, cfg: dict) -> list[dict]:
 
 def config_name(c: dict) -> str:
     return "N{BLOCK_N} K{BLOCK_K} w{num_warps} s{num_stages}{p}{a}{r}".format(
-        **c, p=" prefetch" if c["PREFETCH"] else " smem" * bool(c.get("PERSIST")), a=" acc1d" * c.get("ACC1D", False),
+        **c, p=" prefetch" * c["PREFETCH"], a=" acc1d" * c.get("ACC1D", False),
         r=f" persist{c['PERSIST']}" if c.get("PERSIST") else "")
 
 
@@ -157,8 +156,6 @@ def main(argv=None) -> int:
                    help="with --persistent-only: the columns per block to try")
     p.add_argument("--warps", nargs="+", type=int, default=[4, 8, 16],
                    help="with --persistent-only: the warps per program to try")
-    p.add_argument("--smem", action="store_true",
-                   help="with --persistent-only: each config also without PREFETCH (blocks staged in shared memory)")
     p.add_argument("--shard", default="0/1", help="i/n: this process takes every n-th config from the i-th")
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--out", default=None)
@@ -181,11 +178,10 @@ def main(argv=None) -> int:
             configs = [c for c in sweep_configs() if c.get("ACC1D")][i::n] + table_entry(name, cfg)
         if args.persistent_only:
             k = linear_shape(name, cfg)[1]
-            prefetch = (True, False) if args.smem else (True,)
-            swept = persistent_configs(k, args.per_sm, args.block_n, args.warps, prefetch)
-            configs = (swept[i::n] + table_entry(name, cfg)) if device == "cuda" else [
-                dict(BLOCK_N=2, BLOCK_K=triton_next_pow2(k), PREFETCH=f, ACC1D=True, PERSIST=2, num_warps=4,
-                     num_stages=1) for f in prefetch]
+            configs = (persistent_configs(k, args.per_sm, args.block_n, args.warps)[i::n] + table_entry(name, cfg)) \
+                if device == "cuda" else [
+                dict(BLOCK_N=2, BLOCK_K=triton_next_pow2(k), PREFETCH=True, ACC1D=True, PERSIST=2, num_warps=4,
+                     num_stages=1)]
         if args.compile_only:
             for c in configs:
                 launch(c)

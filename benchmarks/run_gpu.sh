@@ -38,7 +38,6 @@
 #   bash benchmarks/run_gpu.sh s28       # RoPE's cos / sin requested before the reduction vs after (a705767's kernel)
 #   bash benchmarks/run_gpu.sh s28b      # the block after next requested into L2 (b881331's PREFETCH 2) vs not
 #   bash benchmarks/run_gpu.sh s28c      # each block's columns carried from its load to its epilogue vs recomputed
-#   bash benchmarks/run_gpu.sh smem      # persistent GEMV: blocks through shared memory (no PREFETCH) vs into registers
 #   bash benchmarks/run_gpu.sh s28_steps # the final kernel's graphed decode steps, 1B and 8B: stock vs ours
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
@@ -338,10 +337,11 @@ case "${1:-}" in
     sweep_configs s28c_VER_MODEL "old new" "llama-1b llama-8b" 120 4 --linears qkv_kv --persistent-only \
       --per-sm 3 4 6 8 --block-n 1 --warps 4 8
     for round in 1 2; do chain_versions "s28c_VER_$round" "old new" 80 --variants ours; done ;;
-  smem)  # (built in session 28, offline) every persistent linear's configs with PREFETCH (the next block into
-         # registers) and without (blocks staged in shared memory by Triton's pipeliner), per model; then the chain,
-         # the table as is vs its persistent entries without PREFETCH (benchmarks/_smem, made here), twice; then the
-         # GEMV kernel's persistent tests on CUDA (both forms)
+  smem)  # (session 29, logs/s29_run1) the persistent loop staging blocks in shared memory (no PREFETCH; the
+         # kernel and bench_gemv_configs --smem of commit f884712, since removed): every persistent linear's configs
+         # with PREFETCH (the next block into registers) and without, per model; then the chain, the table as is vs
+         # its persistent entries without PREFETCH (benchmarks/_smem, made here), twice; then the GEMV kernel's
+         # persistent tests on CUDA (both forms)
     sweep_configs smem_MODEL new "llama-1b llama-8b" 150 6 --linears qkv_kv gate_up o down --persistent-only \
       --per-sm 2 3 4 6 8 --block-n 1 --warps 4 8 --smem
     chain_table_vs_prefetch smem smem False

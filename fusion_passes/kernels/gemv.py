@@ -69,9 +69,9 @@ one joined [BLOCK_N, BLOCK_K, 2] sum: one cross-warp exchange and two barriers a
 (``logs/s27_run1``: 1B q/k/v with the cache stores 6.69 -> 5.98 us, 1B gate/up 19.25 -> 18.51 us). Requesting two
 blocks ahead instead of one was slower at every config there. PREFETCH requests the next block's rows into
 registers, but ptxas issues those loads only after this block's multiply-adds (sm_90), so each program has one block
-in flight. Without PREFETCH the persistent loop loads each block's own rows and Triton's pipeliner copies them
-SMEM_STAGES - 1 blocks ahead into shared memory (cp.async), loads the compiler cannot sink; session 28 built it
-offline, and no table entry uses it until ``bench_gemv_configs.py --smem`` has measured it.
+in flight. Loading each block's own rows and letting Triton's pipeliner stage them two blocks ahead in shared memory
+(cp.async, which ptxas cannot sink) was slower for every persistent linear (``logs/s29_run1``: chain q/k/v 1B 5.96 ->
+7.13 us, 8B 15.09 -> 15.94; the whole chain 1B 0.713 -> 0.764 ms, 8B 3.75 -> 3.88) and was removed.
 
 Tile sizes are autotuned per shape.
 
@@ -104,9 +104,6 @@ PERSIST_INTERPRETED = 0  # > 0: the interpreter's M = 1 config is the persistent
 
 
 if triton is not None:
-    # the persistent form without PREFETCH: the stages of Triton's pipeliner, each block's rows in shared memory (3:
-    # two blocks requested ahead of the one being reduced)
-    SMEM_STAGES = tl.constexpr(3)
 
     def _configs(dot: bool, prefetch: bool = False) -> list:
         # (BLOCK_N, BLOCK_K, warps, stages). Few rows of W per program and long K tiles keep many loads in
@@ -366,9 +363,8 @@ if triton is not None:
             if CONCAT_W == 3:
                 n_blocks += tl.cdiv(N2 // PAIR, BLOCK_N)
             step = tl.num_programs(0)
-            if PREFETCH:
-                w, u = _load_block(W0, W1, W2, N0, N1, N2, pid, K, CONCAT_W, PAIR, ROPE, ROPE_DIM, SILU_MUL,
-                                   TWO, BLOCK_N, BLOCK_K)
+            w, u = _load_block(W0, W1, W2, N0, N1, N2, pid, K, CONCAT_W, PAIR, ROPE, ROPE_DIM, SILU_MUL,
+                               TWO, BLOCK_N, BLOCK_K)
             rk = tl.arange(0, BLOCK_K)
             xf = tl.load(X + rk[None, :], mask=rk[None, :] < K, other=0.0).to(tl.float32)  # [1, BLOCK_K]
             if HAS_NORM:  # the exact form: eager's roundings, the whole row in one tile
@@ -380,16 +376,9 @@ if triton is not None:
                 if NORM_OFFSET:
                     nw = nw + norm_offset
                 xf = (xf * nw[None, :]).to(T).to(tl.float32)
-            # PREFETCH: the next block's rows requested into registers at the top of each trip (ptxas places those
-            # loads after this block's multiply-adds); else Triton's pipeliner copies the blocks two trips ahead into
-            # shared memory (cp.async, SMEM_STAGES)
-            for blk_id in tl.range(pid, n_blocks, step, num_stages=None if PREFETCH else SMEM_STAGES):
-                if PREFETCH:
-                    w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR,
-                                                 ROPE, ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
-                else:
-                    w, u = _load_block(W0, W1, W2, N0, N1, N2, blk_id, K, CONCAT_W, PAIR, ROPE, ROPE_DIM, SILU_MUL,
-                                       TWO, BLOCK_N, BLOCK_K)
+            for blk_id in range(pid, n_blocks, step):
+                w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR,
+                                             ROPE, ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
                 w_ptr, blk, n_lim, col0, w_idx = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR,
                                                                BLOCK_N)
                 rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL,
@@ -403,8 +392,7 @@ if triton is not None:
                 _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
                           stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
                           SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
-                if PREFETCH:
-                    w, u = w_next, u_next
+                w, u = w_next, u_next
         else:
             w_ptr, blk, n_lim, col0, w_idx = _weight_block(pid, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
             rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL, BLOCK_N)

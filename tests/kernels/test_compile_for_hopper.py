@@ -27,14 +27,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 HOPPER = dict(backend="cuda", arch=90, warp_size=32)
-SHARED_PER_SM = 228 * 1024  # H100 / H200: an SM's shared memory, 1 KiB of it reserved per resident program
 
 
 def compile_for_hopper(fn, types: dict, constexprs: dict, aligned: tuple = (), **options) -> dict:
     """Compile the @triton.jit ``fn`` for sm_90; ``types``: argument -> triton type ("*bf16", "i32", "fp32"),
     every other argument is a constexpr from ``constexprs`` (None where the kernel takes an absent tensor).
-    ``aligned``: arguments known to be multiples of 16, as Triton's launcher specialises them at run time. Returns
-    the kernel's code by kind ("ptx", "cubin", ...) and "shared": its shared memory in bytes."""
+    ``aligned``: arguments known to be multiples of 16, as Triton's launcher specialises them at run time."""
     names = fn.arg_names
     sig = {n: types.get(n, "constexpr") for n in names}
     const = {(i,): constexprs.get(n) for i, n in enumerate(names) if sig[n] == "constexpr"}
@@ -46,7 +44,7 @@ def compile_for_hopper(fn, types: dict, constexprs: dict, aligned: tuple = (), *
         if "ptxas" in str(e).lower():
             pytest.skip(f"no ptxas: {e}")
         raise
-    return {**kernel.asm, "shared": kernel.metadata.shared}
+    return kernel.asm
 
 
 GEMV_MODES = {
@@ -160,20 +158,17 @@ def table_launch(form: str, k: int, widths: tuple, head_dim: int) -> tuple[dict,
     return types, flags, aligned
 
 
-@pytest.mark.parametrize("prefetch", [True, False], ids=["as_launched", "smem"])
 @pytest.mark.parametrize("key", sorted(gemv_table.PERSISTENT, key=str), ids=lambda key: "-".join(map(str, key[1:])))
-def test_persistent_table_entries_fit_their_programs_on_one_sm(key, prefetch):
+def test_persistent_table_entries_fit_their_programs_on_one_sm(key):
     """A persistent config launches PERSIST programs per SM, each taking every P-th column block. If their registers
     do not let all of them reside at once, the last ones start only when others finish: a second wave, which cost
     the cache-writing q/k/v 2-7 us per call on the H200 before session 26. Hopper: 64K registers per SM, allocated
     per warp in units of 8 registers per thread. Registers differ between Triton versions (triton 3.8 put the 1B
     down at 86, one past the fit), so the launch caps them (``gemv._with_register_cap``); compiled as launched, each
-    entry must fit, and without spilling. "smem": the same entry without PREFETCH (its blocks staged in shared memory
-    by Triton's pipeliner), so that bench_gemv_configs can sweep it: its programs must also fit by shared memory."""
+    entry must fit, and without spilling."""
     _, form, k, *widths = key
     widths = tuple(w for w in widths if w)
     config = gemv._with_register_cap(gemv_table.as_config(gemv_table.PERSISTENT[key]))  # as launched
-    config["PREFETCH"] = config["PREFETCH"] and prefetch
     options = {name: config.pop(name) for name in ("num_warps", "num_stages", "maxnreg")}
     types, flags, aligned = table_launch(form, k, widths, head_dim=64 if k == 2048 else 128)
     asm = compile_for_hopper(gemv._gemv_kernel, types, {**flags, **config}, aligned=aligned, **options)
@@ -181,27 +176,6 @@ def test_persistent_table_entries_fit_their_programs_on_one_sm(key, prefetch):
     per_sm, warps = config["PERSIST"], options["num_warps"]
     assert per_sm * warps * 32 * -(-regs // 8) * 8 <= gemv.REGISTERS_PER_SM, (regs, per_sm, warps)
     assert stack == 0, f"the register cap spills: {stack} bytes of stack a thread"
-    assert per_sm * (asm["shared"] + 1024) <= SHARED_PER_SM, (asm["shared"], per_sm)
-
-
-@pytest.mark.parametrize("form, k, widths", [("kv", 4096, (4096, 1024, 1024)), ("silu", 2048, (8192, 8192)),
-                                             ("res", 8192, (2048,))])
-def test_persistent_loop_without_prefetch_stages_blocks_in_shared_memory(form, k, widths):
-    """PREFETCH requests the next block's rows into registers, where ptxas issues the loads only after this block's
-    multiply-adds (session 27). Without it the persistent loop loads each block's own rows and Triton's pipeliner
-    copies them ``gemv.SMEM_STAGES`` - 1 blocks ahead into shared memory (cp.async): loads the compiler cannot sink.
-    With PREFETCH nothing goes through shared memory (the reduction's scratch only)."""
-    types, flags, aligned = table_launch(form, k, widths, head_dim=128)
-    config = dict(BLOCK_N=1, BLOCK_K=k, ACC1D=True, PERSIST=3)
-
-    def compiled(prefetch):
-        return compile_for_hopper(gemv._gemv_kernel, types, {**flags, **config, "PREFETCH": prefetch},
-                                  aligned=aligned, num_warps=8, num_stages=1)
-
-    staged, registers = compiled(False), compiled(True)
-    assert "cp.async" in staged["ptx"] and "cp.async" not in registers["ptx"]
-    rows = 2 if form in ("kv", "silu") else 1  # the RoPE pair / gate and up
-    assert staged["shared"] >= (gemv.SMEM_STAGES.value - 1) * rows * k * 2 > registers["shared"]
 
 
 def test_cache_writing_persistent_loop_divides_by_no_runtime_value():

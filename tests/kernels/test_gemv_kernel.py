@@ -107,12 +107,11 @@ def test_kernel_reducing_each_tile(case, dtype, norm, monkeypatch):
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("norm", [True, False])
-@pytest.mark.parametrize("loop", ["persistent", "persistent_smem"])
-def test_persistent_form(case, dtype, norm, loop, monkeypatch):
+def test_persistent_form(case, dtype, norm, monkeypatch):
     """The persistent M = 1 form (x normalised once, each program taking every P-th column block of all the
-    weights, the next block's rows loaded ahead into registers, or with PREFETCH off each block's own through
-    Triton's pipeliner) computes the same; two programs here, so each takes several blocks, across weights."""
-    _force_loop(monkeypatch, loop, 1)
+    weights, the next block's rows loaded ahead) computes the same; two programs here, so each takes several
+    blocks, across weights."""
+    _force_loop(monkeypatch, "persistent", 1)
     _check_kernel(case, 1, dtype, norm)
 
 
@@ -189,9 +188,8 @@ def _force_acc1d(monkeypatch) -> None:
 
 
 def _force_loop(monkeypatch, loop: str, rows: int) -> None:
-    """Every M = 1 launch runs ``loop``: "tiled" (the default config), "acc1d", "persistent" (two programs, four
-    columns a block, so each program takes several blocks) or "persistent_smem" (the same without PREFETCH: blocks
-    through shared memory on a GPU); all but "tiled" are M = 1 forms, skipped for more rows."""
+    """Every M = 1 launch runs ``loop``: "tiled" (the default config), "acc1d" or "persistent" (two programs, four
+    columns a block, so each program takes several blocks); the last two are M = 1 forms, skipped for more rows."""
     if loop == "tiled":
         return
     if rows > 1:
@@ -201,9 +199,7 @@ def _force_loop(monkeypatch, loop: str, rows: int) -> None:
         return
     monkeypatch.setattr(gemv, "PERSIST_INTERPRETED", 2)
     monkeypatch.setattr(gemv, "_sm_count", lambda device: 1)
-    prefetch = loop == "persistent"
-    monkeypatch.setattr(gemv, "PREFETCH", prefetch)  # the interpreter's config
-    monkeypatch.setattr(gemv, "_m1_kernel", lambda *a: gemv._fixed_kernel((4, 128, prefetch, 4, 1, True, 2)))
+    monkeypatch.setattr(gemv, "_m1_kernel", lambda *a: gemv._fixed_kernel((4, 128, True, 4, 1, True, 2)))
 
 
 def _autotuner_configs() -> list[tuple[int, dict]]:
@@ -291,7 +287,7 @@ def _rope64(y, cos, sin, t):
 @pytest.mark.parametrize("rows", [1, 3])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("rope_weights, widths", [(2, (64, 32, 32)), (1, (48, 32)), (2, (32, 16))])
-@pytest.mark.parametrize("loop", ["tiled", "acc1d", "persistent", "persistent_smem"])
+@pytest.mark.parametrize("loop", ["tiled", "acc1d", "persistent"])
 def test_kernel_rope_epilogue(rows, dtype, rope_weights, widths, loop, monkeypatch):
     """q/k rotated per head in the epilogue (each program owns column pairs j, j + 8 of 16-wide heads); v as is.
     acc1d: the M = 1 loop reducing each tile (the H200 table's q/k/v config for the 1B shape); persistent: the
@@ -328,7 +324,7 @@ def test_rope_needs_concatenated_head_multiples():
 @pytest.mark.parametrize("batch, seq, positions", [(1, 1, [5]), (2, 1, [0]), (1, 3, [2, 3, -1]), (2, 2, [6, 7])])
 @pytest.mark.parametrize("rope", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("loop", ["tiled", "acc1d", "persistent", "persistent_smem"])
+@pytest.mark.parametrize("loop", ["tiled", "acc1d", "persistent"])
 def test_kv_write_epilogue_stores_exactly_the_heads(batch, seq, positions, rope, dtype, loop, monkeypatch):
     """decode_gemv_kv_write gives decode_gemv's output bit for bit and leaves in the K/V caches exactly what HF's
     ``cache.index_copy_(2, pos, heads)`` leaves (negative positions count from the end, as index_put's do);
@@ -364,7 +360,7 @@ def test_kv_write_epilogue_stores_exactly_the_heads(batch, seq, positions, rope,
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("present", [(True, True, True), (True, False, True), (False, True, False)])
 @pytest.mark.parametrize("rope", [False, True])
-@pytest.mark.parametrize("loop", ["tiled", "persistent", "persistent_smem"])
+@pytest.mark.parametrize("loop", ["tiled", "persistent"])
 def test_bias_epilogue(rows, dtype, present, rope, loop, monkeypatch):
     """bias_i is added to output i in fp32 before its one rounding (as eager's addmm) and before the rotation
     (Qwen2's q/k/v); any subset of the outputs may have one; the late-norm form adds it after its 1/rms scale (the
