@@ -356,7 +356,7 @@ if triton is not None:
 
         if PERSIST:
             # x, normalised once, stays in registers; the program takes column blocks pid, pid + P, ... of every
-            # weight, each one tile of whole rows, requested ahead of their reduction (PREFETCH or not: see the loop)
+            # weight, each one tile of whole rows, and requests the next block's rows before reducing this one's
             n_blocks = tl.cdiv(N0 // PAIR, BLOCK_N)
             if CONCAT_W >= 2:
                 n_blocks += tl.cdiv(N1 // PAIR, BLOCK_N)
