@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from .backend import FusionBackend, backend
+from .backend import FusionBackend, backend, register_by_name as _register_by_name
 from .decorator import fuse
 from .patterns import available_patterns, register_pattern
 from .static_cudagraphs import cuda_graph_step
@@ -16,6 +16,8 @@ from .records import GraphRecord, Match, NearMiss, PassError, capture, history, 
 from . import report  # noqa: E402 - callable: fusion_passes.report(model, *args) -> FusionReport
 
 __version__ = "0.1.0"
+
+_register_by_name()  # backend="fusion_passes" from a checkout that is not pip-installed
 
 __all__ = [
     "FusionBackend",

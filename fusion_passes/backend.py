@@ -172,6 +172,22 @@ def fusion_passes_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | 
     return FusionBackend()(gm, example_inputs, mode=mode, options=options)
 
 
+def register_by_name() -> bool:
+    """Let ``backend="fusion_passes"`` work where the package is imported from a checkout without being installed
+    (``PYTHONPATH=.``): torch.compile finds the name through the installed entry point, which such a checkout lacks.
+    Registers only then, since torch registers the entry point itself on first use and refuses a name twice.
+    Returns whether it registered."""
+    from importlib.metadata import entry_points
+
+    if entry_points(group="torch_dynamo_backends", name="fusion_passes"):
+        return False
+    try:
+        torch._dynamo.register_backend(fusion_passes_backend, name="fusion_passes")
+    except AssertionError:  # registered already (an earlier call)
+        return False
+    return True
+
+
 def _on_cuda(example_inputs) -> bool:
     return any(isinstance(x, torch.Tensor) and x.is_cuda for x in example_inputs)
 

@@ -52,6 +52,47 @@ def test_backend_string_works_in_fresh_process_without_import():
     assert "RECORD 1" in out
 
 
+# a checkout on sys.path without ``pip install``: no torch_dynamo_backends entry point for fusion_passes
+_HIDE_ENTRY_POINT = """
+        import importlib.metadata as md
+        _entry_points = md.entry_points
+        def entry_points(**kw):
+            eps = _entry_points(**kw)
+            return md.EntryPoints(e for e in eps if e.name != "fusion_passes") if kw.get("group") else eps
+        md.entry_points = entry_points
+"""
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_backend_string_works_after_import(installed):
+    """Imported first, the package makes ``backend="fusion_passes"`` work whether pip installed it (the entry
+    point) or not (registered on import); never registered twice, which torch refuses with an error."""
+    out = _run_py(("" if installed else _HIDE_ENTRY_POINT) + """
+        import torch
+        import fusion_passes
+        from fusion_passes.backend import fusion_passes_backend, register_by_name
+        assert register_by_name() is False  # installed: torch finds the entry point; else done on import
+        f = torch.compile(lambda x: torch.sin(x) * 2, backend="fusion_passes")
+        x = torch.randn(4)
+        assert torch.allclose(f(x), torch.sin(x) * 2)
+        assert torch._dynamo.lookup_backend("fusion_passes") is fusion_passes_backend
+        print("RECORD", fusion_passes.last_compile().graph_id)
+    """)
+    assert "RECORD 1" in out
+
+
+def test_backend_string_without_install_or_import_names_the_fix():
+    """Neither installed nor imported, torch cannot know the name: its error says the backend is invalid."""
+    code = _HIDE_ENTRY_POINT + """
+        import torch
+        try:
+            torch.compile(lambda x: x + 1, backend="fusion_passes")
+        except Exception as e:
+            print(type(e).__name__)
+    """
+    assert "InvalidBackend" in _run_py(code)
+
+
 def test_toy_pattern_rewrites_and_records(toys):
     x = torch.randn(8)
     out, recs = compile_with_records(f, x, patterns=["toy_mul2_to_add"])
