@@ -41,6 +41,16 @@ def test_patterns_lists_every_family_with_its_hook():
     assert "post_grad" in text or "joint" in text
 
 
+def test_python_dash_m_runs_the_command():
+    """``python -m fusion_passes``: the same command without the installed script, exit status included."""
+    run = [sys.executable, "-m", "fusion_passes"]
+    out = subprocess.run(run + ["patterns"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert all(name in out.stdout for name in fusion_passes.available_patterns())
+    bad = subprocess.run(run + ["no-such-command"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert bad.returncode == 2 and "demo" in bad.stderr  # argparse names the valid commands
+
+
 def test_settings_lists_each_with_its_choices_value_and_ignored_ones():
     env = {"FUSION_PASSES_GEMV_TABLE": "tiled", "FUSION_PASSES_GEMV_NORM": "nope",
            "FUSION_PASSES_SDPA_BACKEND": "no-cudnn", "FUSION_PASSES_DECODE_ROPEE": "off"}
