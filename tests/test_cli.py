@@ -13,9 +13,10 @@ import fusion_passes
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def cli(*args, check=True):
-    exe = shutil.which("fusion-passes")
-    cmd = [exe] if exe else [sys.executable, "-m", "fusion_passes.cli"]
+def cli(*args, check=True, module=False):
+    """The command (its installed script where there is one), or with ``module`` as ``python -m fusion_passes``."""
+    exe = None if module else shutil.which("fusion-passes")
+    cmd = [exe] if exe else [sys.executable, "-m", "fusion_passes"]
     env = {k: v for k, v in os.environ.items() if k != "FUSION_PASSES_RAISE"}
     out = subprocess.run(cmd + list(args), capture_output=True, text=True, cwd=ROOT, env=env, timeout=900)
     if check:
@@ -43,11 +44,9 @@ def test_patterns_lists_every_family_with_its_hook():
 
 def test_python_dash_m_runs_the_command():
     """``python -m fusion_passes``: the same command without the installed script, exit status included."""
-    run = [sys.executable, "-m", "fusion_passes"]
-    out = subprocess.run(run + ["patterns"], capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
+    out = cli("patterns", module=True)
     assert all(name in out.stdout for name in fusion_passes.available_patterns())
-    bad = subprocess.run(run + ["no-such-command"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    bad = cli("no-such-command", module=True, check=False)
     assert bad.returncode == 2 and "demo" in bad.stderr  # argparse names the valid commands
 
 
