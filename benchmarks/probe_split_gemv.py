@@ -14,6 +14,13 @@ the same bytes (``read``; ``read-tiles``: other read tiles) it loses 0.7-1.3 us 
               software-pipelined STAGES deep into shared memory
     xmode:    rowblock's loop with x loaded as now (0), not at all (1, timing only), or with the weights past L1
               and x kept in it (2): what the per-tile x loads cost
+    mma:      the tensor cores (session 30): acc[BLOCK_N, 16] += tl.dot(W tile [BLOCK_N, BLOCK_K], x^T [BLOCK_K, 16]),
+              x in column 0 and zeros in the other 15 ("swap AB": the weight rows fill the MMA's M side), the W tiles
+              software-pipelined STAGES deep by Triton (a load that feeds a tl.dot); XA=1 puts x on the A side
+              instead (x [16, BLOCK_K] @ W^T, as decode_gemv's 2-16 row path). Hypothesis: session 26's Nsight
+              counts 318 instructions per persistent block, about 33 of them multiply-adds, the rest bf16 unpacking,
+              cross-warp reduction and index math; an MMA consumes the bf16 tile as it is, with no unpack and no
+              reduction until the end
     persist:  a persistent grid (P programs per SM): x loaded (and with --norm RMS-normalised) once per program
               and kept in registers, then column blocks pid, pid + grid, ... of whole rows, the next block's rows
               requested before this one is reduced
@@ -174,6 +181,46 @@ def _gemv_tma(X, w_desc, Y, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, 
     tl.store(Y + rn, acc.to(Y.dtype.element_ty), mask=rn < N)
 
 
+@triton.jit
+def _gemv_mma(X, W, Y, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
+              XA: tl.constexpr):
+    """Y[N] = W[N, K] @ X[K] on the tensor cores: x padded to 16 columns (XA = 0) or rows (XA = 1) of zeros."""
+    pid = tl.program_id(0)
+    rn = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = rn < N
+    rows = W + rn.to(tl.int64)[:, None] * K
+    pad = tl.arange(0, 16)
+    if XA:
+        acc = tl.zeros([16, BLOCK_N], dtype=tl.float32)
+    else:
+        acc = tl.zeros([BLOCK_N, 16], dtype=tl.float32)
+    for k0 in tl.range(0, K, BLOCK_K, num_stages=STAGES):
+        rk = k0 + tl.arange(0, BLOCK_K)
+        k_ok = rk < K
+        w = tl.load(rows + rk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0,
+                    eviction_policy="evict_first")
+        if XA:
+            xa = tl.load(X + pad[:, None] * 0 + rk[None, :], mask=(pad == 0)[:, None] & k_ok[None, :], other=0.0)
+            acc = tl.dot(xa, tl.trans(w), acc)
+        else:
+            xt = tl.load(X + rk[:, None] + pad[None, :] * 0, mask=k_ok[:, None] & (pad == 0)[None, :], other=0.0)
+            acc = tl.dot(w, xt, acc)
+    # only x's column (row) 0 is non-zero, so the sum over the padding is that column
+    y = tl.sum(acc, axis=0) if XA else tl.sum(acc, axis=1)
+    tl.store(Y + rn, y.to(Y.dtype.element_ty), mask=n_ok)
+
+
+def mma_configs(k: int) -> list[dict]:
+    out = []
+    for bn, bk, stages, w in itertools.product((16, 32, 64, 128), (128, 256, 512), (3, 4, 6), (2, 4, 8)):
+        smem = stages * (bn * bk * 2 + bk * 16 * 2)
+        if bk <= k and smem <= 200 * 1024 and (w == 4 or (w == 2 and bn <= 32) or (w == 8 and bn >= 64)):
+            out.append(dict(BLOCK_N=bn, BLOCK_K=bk, STAGES=stages, XA=0, num_warps=w))
+    # x on the A side: the MMA's M is x's 16 padded rows, so the weight tile is the B operand
+    return out + [dict(BLOCK_N=bn, BLOCK_K=bk, STAGES=4, XA=1, num_warps=4) for bn in (16, 32, 64) for bk in (128, 256)
+                  if bk <= k]
+
+
 def rowblock_configs(k: int, wide: bool = False) -> list[dict]:
     """decode_gemv's M = 1 tiles; ``wide``: also one-row programs, K tiles up to 8192, 16 warps, both loops."""
     out = []
@@ -237,7 +284,7 @@ def main(argv=None) -> int:
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--shapes", nargs="+", default=None)
     p.add_argument("--designs", nargs="+", default=["rowblock", "splitk", "tma"],
-                   choices=["rowblock", "rowblock-wide", "splitk", "tma", "read-tiles", "xmode", "persist", "none"],
+                   choices=["rowblock", "rowblock-wide", "splitk", "tma", "read-tiles", "xmode", "persist", "mma", "none"],
                    help="none: only the read floor and --grids")
     p.add_argument("--norm", type=int, choices=(0, 1), default=0,
                    help="1: rowblock and persist fold RMSNorm in (rowblock as decode_gemv's prologue does)")
@@ -304,6 +351,11 @@ def main(argv=None) -> int:
                 c = dict(BLOCK_N=bn, BLOCK_K=bk, PREFETCH=True, NORM=args.norm, num_warps=w)
                 launches[name("persistgrid", c) + f" grid={g} blocks/program={nb / min(g, nb):.2f}"] = \
                     lambda w, c=c, g=min(nb, g), nb=nb: _gemv_persist[(g,)](x, nw, w, y, n, k, nb, 1e-5, **c)
+        if "mma" in args.designs:
+            tiny = [dict(BLOCK_N=16, BLOCK_K=32, STAGES=2, XA=xa, num_warps=4) for xa in (0, 1)]
+            for c in mma_configs(k) if not args.tiny else tiny:
+                launches[name("mma", c)] = lambda w, c=c: _gemv_mma[(triton.cdiv(n, c["BLOCK_N"]),)](
+                    x, w, y, n, k, **c)
         if "splitk" in args.designs:
             for c in split_configs(k) if not args.tiny else [dict(SPLIT=s, BLOCK_N=4, BLOCK_K=16, PREFETCH=pf,
                                                                    num_warps=4, num_stages=1)
@@ -319,6 +371,13 @@ def main(argv=None) -> int:
         rows = []
         for cfg_name, fn in launches.items():
             # twice: the split counters must be back at zero after a launch (no values to check for the read / no-x)
+            try:
+                fn(ws[0])
+            except Exception as e:  # an MMA tile this GPU / Triton cannot build: not a design result
+                if not cfg_name.startswith("mma"):
+                    raise
+                print(f"[split] {lin} {cfg_name}: skipped ({e})", flush=True)
+                continue
             for _ in range(0 if cfg_name.startswith(("readtile", "xmode1")) else 2):
                 y.zero_()
                 fn(ws[0])
@@ -342,7 +401,7 @@ def main(argv=None) -> int:
         print(f"[split] {lin} N={n} K={k} ({nbytes / 1e6:.1f} MB), per call in a graph; "
               f"85 % of copy = {nbytes / (0.85 * copy_tb_s) / 1e6:.2f} us", flush=True)
         for design in ("read", "readtile", "rowblock", "xmode0", "xmode1", "xmode2", "persist", "persistgrid",
-                       "splitk", "tma"):
+                       "splitk", "tma", "mma"):
             best = next((r for r in rows if r["design"] == design), None)
             if best is None:
                 continue

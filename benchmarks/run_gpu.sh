@@ -39,6 +39,7 @@
 #   bash benchmarks/run_gpu.sh s28b      # the block after next requested into L2 (b881331's PREFETCH 2) vs not
 #   bash benchmarks/run_gpu.sh s28c      # each block's columns carried from its load to its epilogue vs recomputed
 #   bash benchmarks/run_gpu.sh smem      # (f884712's kernel) persistent blocks staged in shared memory vs in registers
+#   bash benchmarks/run_gpu.sh mma       # (session 30) bare M = 1 GEMVs on the tensor cores vs the persistent form
 #   bash benchmarks/run_gpu.sh s28_steps # the final kernel's graphed decode steps, 1B and 8B: stock vs ours
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
@@ -348,6 +349,10 @@ case "${1:-}" in
     chain_table_vs_prefetch smem smem False
     timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_gemv_kernel.py -k persistent 2>&1 \
       | tee "$OUT/gemv_kernel_tests.log" | tail -3 ;;
+  mma)  # (session 30) probe_split_gemv's mma design (x padded to 16 columns, tl.dot, the weight tiles pipelined by
+        # Triton) against its persist design and the read floor, the six llama-1b / 8b shapes, no norm
+    timeout 540 python3 benchmarks/probe_split_gemv.py --designs mma persist --out "$OUT/split_gemv_mma.json" 2>&1 \
+      | grep -v -e Warn -e skipped | tail -60 ;;
   s28_steps)  # (session 28) the final kernel's graphed decode steps, 1B then 8B: stock vs ours, eager attention
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \
