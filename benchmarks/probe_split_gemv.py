@@ -35,6 +35,12 @@ with its tile (8.83 vs 8.93 us at 33.6 MB). Not loading x makes rowblock 0.6-0.8
 of that (1B down 9.44, 8B o 9.28), and more with the norm, whose prologue it runs once per program (8B q/k/v
 14.94 -> 13.70 us, 1B 5.28 -> 4.93). ``decode_gemv`` has that form since (``PERSIST``).
 
+H200, session 30 (logs/s30_run1/split_gemv_mma.json, copy bandwidth 4.21 TB/s), kernel us of the fastest config,
+mma against persist (and the read floor): 1B o 5.06 vs 3.78 (3.55), 1B q/k/v 5.95 vs 4.70 (4.45), 1B down 12.06 vs
+10.27 (8.93), 8B o 11.17 vs 9.44 (8.83), 8B q/k/v 14.88 vs 13.57 (12.54); only the 117 MB 8B down was faster on the
+tensor cores, 29.25 vs 32.42 (26.82). The fastest mma tiles were the smallest (16 rows, 2 warps, the most programs):
+a program's stream of 128-256 KB is too short for a pipeline that first fills STAGES tiles of shared memory.
+
 Weights are streamed from HBM (enough copies to exceed the L2 three times, in one CUDA graph); every design is
 timed over its configs per call in the graph, then its fastest config per kernel by the profiler. Writes
 ``benchmarks/results/split_gemv_<device>_<torch>.json``.

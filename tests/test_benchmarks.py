@@ -226,6 +226,35 @@ def test_gemv_design_probe_tiny_interpreted(tmp_path):
     assert sum(r["config"] == "read" for r in recs) == 1 and all(r["us"] > 0 for r in recs)
 
 
+def test_split_gemv_probe_designs_match_the_reference_tiny_interpreted():
+    """The probe's designs (the tensor-core one with x on either side) compute W @ x: the probe checks each
+    config against the reference and stops on a mismatch."""
+
+    if reason := interpreter_blocker():
+        pytest.skip(reason)
+    script = Path(__file__).parent.parent / "benchmarks" / "probe_split_gemv.py"
+    run = subprocess.run([sys.executable, str(script), "--tiny", "--designs", "mma", "persist", "splitk"],
+                         env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    counts = [int(line.split(": ")[1].split()[0]) for line in run.stdout.splitlines() if "match the reference" in line]
+    assert len(counts) == 2 and all(c >= 2 + 6 for c in counts), run.stdout  # 2 mma + 6 splitk configs at least
+
+
+def test_split_gemv_probe_mma_design_runs_on_the_tensor_cores_for_hopper():
+    """The mma design is what its name says once compiled for sm_90: MMA instructions, with x on either side."""
+    hopper = pytest.importorskip("tests.kernels.test_compile_for_hopper")
+    import probe_split_gemv
+
+    if hopper.GPUTarget is None or os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("needs triton's compiler")
+    types = {"X": "*bf16", "W": "*bf16", "Y": "*bf16", "N": "i32", "K": "i32"}
+    for xa in (0, 1):
+        asm = hopper.compile_for_hopper(probe_split_gemv._gemv_mma, types,
+                                        dict(BLOCK_N=64, BLOCK_K=128, STAGES=3, XA=xa), num_warps=4)
+        assert "mma" in asm["ptx"], xa  # wgmma.mma_async or mma.sync
+        assert "fma.rn.f32" not in asm["ptx"], xa  # no multiply-adds on the CUDA cores
+
+
 def test_gemv_chain_bench_tiny_cpu(tmp_path):
     import bench_gemv_chain
 
