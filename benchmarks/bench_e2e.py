@@ -4,6 +4,7 @@
     python benchmarks/bench_e2e.py --model llama-8b --workloads decode-1024
     python benchmarks/bench_e2e.py --tiny                       # CPU smoke run of the harness (CI)
     python benchmarks/bench_e2e.py --workloads padded-512 --batches 8  # prompts of unequal length (attention_mask)
+    python benchmarks/bench_e2e.py --workloads decode-1024 --decode-batches 4 16  # decode of 4 / 16 sequences at once
     python benchmarks/bench_e2e.py --workloads prefill-512 --variants stock fusion_passes --rounds 20 --iters 10 \
         --control                                               # paired: alternating rounds, ratios per round,
                                                                 # stock twice for the run's noise
@@ -13,7 +14,9 @@ Variants in one run: ``eager``, ``stock`` (torch.compile, Inductor), ``fusion_pa
 ``fusion_passes+inline`` (the decode attention kernel traced into Inductor's code), each decode variant also
 ``+cudagraphs`` (``mode="reduce-overhead"``) on GPU. Figures per record: median latency (CUDA events or wall
 clock), kernels per step (profiler), peak memory, compile time, max error vs eager, and for decode the fraction
-of the HBM roofline (weight bytes / time / measured copy bandwidth). Prints a table; writes
+of the HBM roofline (weight bytes / time / measured copy bandwidth; ``roofline_kv_frac`` adds the KV cache's bytes
+that the step's attention reads, which grow with the batch: at 1024 context a Llama-1B sequence's cache is 32 MiB,
+so 16 sequences read 0.5 GiB beside 2.5 GB of weights). Prints a table; writes
 ``benchmarks/results/<device>_<torch>.json`` (records are merged by (model, attn, workload, variant)).
 """
 
@@ -207,6 +210,15 @@ def count_kernels(fn, device: str) -> int | None:
     return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
 
 
+def kv_cache_bytes(config, batch: int, context: int, dtype) -> int:
+    """The K and V bytes a decode step's attention reads: ``context`` positions of every layer's KV heads for each
+    of ``batch`` sequences."""
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    per_token = 2 * config.num_hidden_layers * kv_heads * head_dim * torch.finfo(dtype).bits // 8
+    return batch * context * per_token
+
+
 def copy_bandwidth_gbs(device: str) -> float | None:
     """Measured device-to-device copy bandwidth (bytes read + written per second): the HBM traffic rate the
     decode roofline divides the weight bytes by."""
@@ -230,7 +242,7 @@ def run(args, save) -> list[dict]:
         model = build_model(args.model, attn, device, dtype)
         weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
         for workload in args.workloads:
-            for batch in args.batches if not workload.startswith("decode") else [1]:
+            for batch in args.decode_batches if workload.startswith("decode") else args.batches:
                 fresh_step = workload_inputs(model, workload, batch, device)
                 with torch.no_grad():
                     reference = fresh_step()(model).float()
@@ -262,7 +274,10 @@ def run(args, save) -> list[dict]:
                         traceback.print_exc()
                         rec["error"] = f"{type(e).__name__}: {e}"[:500]
                     if workload.startswith("decode") and bw and rec.get("median_ms"):
-                        rec["roofline_frac"] = round(weight_bytes / (rec["median_ms"] * 1e-3) / (bw * 1e9), 3)
+                        seconds = rec["median_ms"] * 1e-3
+                        rec["roofline_frac"] = round(weight_bytes / seconds / (bw * 1e9), 3)
+                        kv = kv_cache_bytes(model.config, batch, int(workload.split("-")[1]), dtype)
+                        rec["roofline_kv_frac"] = round((weight_bytes + kv) / seconds / (bw * 1e9), 3)
                     records.append(rec)
                     save(records)
         del model
@@ -396,6 +411,8 @@ def main(argv=None) -> int:
     p.add_argument("--workloads", nargs="+", default=["prefill-512", "prefill-2048", "decode-1024"])
     p.add_argument("--batches", nargs="+", type=int, default=[1, 8],
                    help="prompt batch sizes (prefill and padded workloads)")
+    p.add_argument("--decode-batches", nargs="+", type=int, default=[1],
+                   help="sequences decoded at once (decode workloads; M = batch rows per linear)")
     p.add_argument("--variants", nargs="+", default=["eager", "stock", "fusion_passes", "stock+cudagraphs",
                                                       "fusion_passes+cudagraphs"])
     p.add_argument("--iters", type=int, default=50)
@@ -420,7 +437,7 @@ def main(argv=None) -> int:
     records = run(args, lambda recs: save_records(recs, path, key=("model", "attn", "workload", "batch", "variant"),
                                                    device=args.device))
     cols = ["model", "attn", "workload", "batch", "variant", "median_ms", "pipelined_ms", "kernels", "peak_mem_gib",
-            "compile_s", "max_err", "roofline_frac", "matches", "error"]
+            "compile_s", "max_err", "roofline_frac", "roofline_kv_frac", "matches", "error"]
     if args.rounds:
         cols = ["model", "attn", "workload", "batch", "variant", "median_ms", "ratio_to_first", "faster_rounds",
                 "rounds", "recompiles", "compile_s", "max_err"]

@@ -40,6 +40,8 @@
 #   bash benchmarks/run_gpu.sh s28c      # each block's columns carried from its load to its epilogue vs recomputed
 #   bash benchmarks/run_gpu.sh smem      # (f884712's kernel) persistent blocks staged in shared memory vs in registers
 #   bash benchmarks/run_gpu.sh mma       # (session 30) bare M = 1 GEMVs on the tensor cores vs the persistent form
+#   bash benchmarks/run_gpu.sh batched [model] [batches...]  # (session 30) decode of several sequences at once (M =
+#                                        # batch rows per linear), CUDA graphs: stock vs ours (trees, graphed step)
 #   bash benchmarks/run_gpu.sh s28_steps # the final kernel's graphed decode steps, 1B and 8B: stock vs ours
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
@@ -353,6 +355,13 @@ case "${1:-}" in
         # Triton) against its persist design and the read floor, the six llama-1b / 8b shapes, no norm
     timeout 540 python3 benchmarks/probe_split_gemv.py --designs mma persist --out "$OUT/split_gemv_mma.json" 2>&1 \
       | grep -v -e Warn -e skipped | tail -60 ;;
+  batched)  # (session 30) decode at 1024 context of several sequences at once, eager attention: stock with
+            # Inductor's CUDA graphs vs ours with them and with the graphed step; default llama-1b at 4 and 16
+    model=${2:-llama-1b}
+    batches=${*:3}
+    timeout 540 python3 benchmarks/bench_e2e.py --model "$model" --attn eager --workloads decode-1024 \
+      --decode-batches ${batches:-4 16} --variants stock+cudagraphs fusion_passes+cudagraphs fusion_passes+graphstep \
+      --budget-s 420 --out "$OUT/e2e_decode_batched_${model}_eager.json" 2>&1 | grep -v Warning | tail -12 ;;
   s28_steps)  # (session 28) the final kernel's graphed decode steps, 1B then 8B: stock vs ours, eager attention
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \

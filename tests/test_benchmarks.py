@@ -32,6 +32,27 @@ def test_e2e_harness_tiny_cpu(tmp_path):
         assert r["median_ms"] > 0 and r["max_err"] < 1e-3
 
 
+def test_e2e_decode_of_several_sequences_tiny_cpu(tmp_path):
+    """--decode-batches: the decode step of 2 sequences at once, each variant against eager's first step."""
+    out = tmp_path / "res.json"
+    assert bench_e2e.main(["--tiny", "--device", "cpu", "--attn", "eager", "--workloads", "decode-16",
+                           "--decode-batches", "1", "2", "--variants", "eager", "fusion_passes", "--out",
+                           str(out)]) == 0
+    recs = json.loads(out.read_text())["records"]
+    assert [(r["batch"], r["variant"]) for r in recs] == [(1, "eager"), (1, "fusion_passes"), (2, "eager"),
+                                                          (2, "fusion_passes")]
+    assert all("error" not in r and r["max_err"] < 1e-3 for r in recs), recs
+
+
+def test_kv_cache_bytes_of_a_decode_step():
+    """The Llama-1B shape: 16 layers x 8 KV heads of 64, bf16: 32 MiB per sequence at 1024 positions."""
+    from types import SimpleNamespace
+
+    cfg = SimpleNamespace(**bench_e2e.CONFIGS["llama-1b"])  # no head_dim: hidden / heads, as HF derives it
+    assert bench_e2e.kv_cache_bytes(cfg, 1, 1024, torch.bfloat16) == 32 * 2**20
+    assert bench_e2e.kv_cache_bytes(cfg, 16, 1024, torch.float32) == 16 * 64 * 2**20
+
+
 def test_e2e_padded_prompts_tiny_cpu(tmp_path, monkeypatch):
     """``padded-N``: a batch of prompts of unequal length, right-padded, through the model's attention_mask (the
     mask SDPA keeps); ours matches eager there."""
