@@ -167,7 +167,7 @@ def forced_policies(variant: str) -> dict[str, str]:
     """The family policies a ``fusion_passes+<suffix>...`` variant forces: environment variable -> value
     (none for other variants); an unknown suffix is a ValueError."""
     from fusion_passes.kernels import gemv_table
-    from fusion_passes.patterns import attention_sdpa, decode_gemv
+    from fusion_passes.patterns import attention_sdpa, decode_gemv, qkv_packing
 
     suffixes = {
         "rope": (decode_gemv.ROPE_POLICY_ENV, "on"),  # RoPE folded into the q/k GEMV (the default)
@@ -181,6 +181,7 @@ def forced_policies(variant: str) -> dict[str, str]:
         "tiled": (gemv_table.POLICY_ENV, "tiled"),  # ... or run its tiled entries, none of the persistent ones
         "normlate": (gemv_table.NORM_POLICY_ENV, "late"),  # M = 1 GEMVs with a norm: 1/rms after the dot
         "l2pf": (attention_sdpa.PREFETCH_POLICY_ENV, "on"),  # decode attention requests the o-proj weight into L2
+        "packdecode": (qkv_packing.DECODE_POLICY_ENV, "packed"),  # decode-sized groups cuBLAS runs, packed too
     }
     name, *parts = variant.removesuffix("+cudagraphs").split("+")
     if name != "fusion_passes":

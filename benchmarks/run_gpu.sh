@@ -42,6 +42,8 @@
 #   bash benchmarks/run_gpu.sh mma       # (session 30) bare M = 1 GEMVs on the tensor cores vs the persistent form
 #   bash benchmarks/run_gpu.sh batched [model] [batches...]  # (session 30) decode of several sequences at once (M =
 #                                        # batch rows per linear), CUDA graphs: stock vs ours (trees, graphed step)
+#   bash benchmarks/run_gpu.sh packdecode  # (session 30) batched decode: decode-sized q/k/v and gate/up that cuBLAS runs,
+#                                          # packed or not (FUSION_PASSES_QKV_PACKING_DECODE), 8B x 8 and 1B x 4, 16
 #   bash benchmarks/run_gpu.sh s28_steps # the final kernel's graphed decode steps, 1B and 8B: stock vs ours
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
@@ -362,6 +364,14 @@ case "${1:-}" in
     timeout 540 python3 benchmarks/bench_e2e.py --model "$model" --attn eager --workloads decode-1024 \
       --decode-batches ${batches:-4 16} --variants stock+cudagraphs fusion_passes+cudagraphs fusion_passes+graphstep \
       --budget-s 420 --out "$OUT/e2e_decode_batched_${model}_eager.json" 2>&1 | grep -v Warning | tail -12 ;;
+  packdecode)  # (session 30) ours at batched decode with the decode-sized groups decode_gemv leaves to cuBLAS
+               # packed into one GEMM or not, graphed step; 8B at 8 sequences, then 1B at 4 and 16
+    timeout 250 python3 benchmarks/bench_e2e.py --model llama-8b --attn eager --workloads decode-1024 \
+      --decode-batches 8 --variants fusion_passes+graphstep fusion_passes+packdecode+graphstep \
+      --out "$OUT/e2e_decode_packdecode_llama-8b_eager.json" 2>&1 | grep -v Warning | tail -4
+    timeout 280 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
+      --decode-batches 4 16 --variants fusion_passes+graphstep fusion_passes+packdecode+graphstep --budget-s 200 \
+      --out "$OUT/e2e_decode_packdecode_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -6 ;;
   s28_steps)  # (session 28) the final kernel's graphed decode steps, 1B then 8B: stock vs ours, eager attention
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \

@@ -32,11 +32,17 @@ import torch.fx as fx
 from .. import graph_utils, linears
 from ..graph_utils import val
 from ..kernels import packed_linear as packed_linear_kernel
+from . import env_policy
 
 NAME = "qkv_packing"
 HOOK = "post_grad"
 DESCRIPTION = "N>=2 linears on one input (q/k/v, gate/up) -> one GEMM on weights packed once, outputs as views"
 DEPENDS = (packed_linear_kernel, linears)
+
+# Decode-sized groups (static rows <= DECODE_MAX_ROWS on CUDA) that decode_gemv left to cuBLAS: "unpacked" leaves
+# them so, "packed" packs them as any other group.
+DECODE_POLICY_ENV = "FUSION_PASSES_QKV_PACKING_DECODE"
+DECODE_POLICIES = ("unpacked", "packed")
 
 aten = torch.ops.aten
 _ALIGN = 16  # bytes: Inductor assumes 16-byte-aligned inputs on GPU, so each row block must start aligned
@@ -73,10 +79,18 @@ def apply(graph: fx.Graph, ctx) -> None:
 DECODE_MAX_ROWS = 16
 
 
+def decode_policy() -> str:
+    return env_policy(DECODE_POLICY_ENV, DECODE_POLICIES)
+
+
+def cache_key() -> str:
+    return f"decode={decode_policy()}"
+
+
 def _decode_sized(group: list["linears.Linear"]) -> str | None:
     x = val(group[0].x2)
     rows = x.shape[0]
-    if x.device.type == "cuda" and isinstance(rows, int) and rows <= DECODE_MAX_ROWS:
+    if x.device.type == "cuda" and isinstance(rows, int) and rows <= DECODE_MAX_ROWS and decode_policy() != "packed":
         return (f"left unpacked: {rows} row(s) is decode-sized, and on CUDA the packed GEMV measured slower than "
                 f"separate ones (rows <= {DECODE_MAX_ROWS})")
     return None

@@ -464,16 +464,19 @@ def test_gpu_llama_reduce_overhead_packs_once_outside_the_graph_pool():
         torch.testing.assert_close(fn(*args).clone(), model(*args), atol=2e-2, rtol=2e-2)
 
 
-@pytest.mark.parametrize("rows, device, packs", [(1, "cuda", False), (16, "cuda", False), (17, "cuda", True),
-                                                 (1, "cpu", True)])
-def test_decode_sized_gemms_stay_unpacked_on_cuda(rows, device, packs):
-    """The H200 measured the packed GEMV slower at decode sizes: static M <= 16 on CUDA is left alone."""
+@pytest.mark.parametrize("rows, device, decode_policy, packs", [
+    (1, "cuda", "unpacked", False), (16, "cuda", "unpacked", False), (17, "cuda", "unpacked", True),
+    (1, "cpu", "unpacked", True), (8, "cuda", "packed", True), (1, "cuda", "packed", True)])
+def test_decode_sized_gemms_stay_unpacked_on_cuda(monkeypatch, rows, device, decode_policy, packs):
+    """The H200 measured the packed GEMV slower at decode sizes: static M <= 16 on CUDA is left alone, unless
+    FUSION_PASSES_QKV_PACKING_DECODE=packed."""
     from types import SimpleNamespace
 
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     from fusion_passes.patterns import qkv_packing
 
+    monkeypatch.setenv(qkv_packing.DECODE_POLICY_ENV, decode_policy)
     with FakeTensorMode():
         x = torch.empty(rows, 64, device=device)
     group = [SimpleNamespace(x2=torch.fx.Graph().placeholder("x"))]
@@ -482,3 +485,16 @@ def test_decode_sized_gemms_stay_unpacked_on_cuda(rows, device, packs):
     assert (reason is None) == packs
     if not packs:
         assert "decode-sized" in reason and "rows <= 16" in reason
+
+
+def test_decode_packing_policy_is_part_of_the_graph_cache_key(monkeypatch):
+    """Switching the policy must miss the FX graph cache: the pass produces another graph."""
+    from fusion_passes.patterns import qkv_packing
+
+    monkeypatch.setenv(qkv_packing.DECODE_POLICY_ENV, "packed")
+    packed = qkv_packing.cache_key()
+    monkeypatch.delenv(qkv_packing.DECODE_POLICY_ENV)
+    assert qkv_packing.cache_key() != packed
+    monkeypatch.setenv(qkv_packing.DECODE_POLICY_ENV, "sometimes")
+    with pytest.raises(ValueError, match="unpacked, packed"):
+        qkv_packing.cache_key()
