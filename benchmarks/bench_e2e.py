@@ -181,7 +181,8 @@ def forced_policies(variant: str) -> dict[str, str]:
         "tiled": (gemv_table.POLICY_ENV, "tiled"),  # ... or run its tiled entries, none of the persistent ones
         "normlate": (gemv_table.NORM_POLICY_ENV, "late"),  # M = 1 GEMVs with a norm: 1/rms after the dot
         "l2pf": (attention_sdpa.PREFETCH_POLICY_ENV, "on"),  # decode attention requests the o-proj weight into L2
-        "packdecode": (qkv_packing.DECODE_POLICY_ENV, "packed"),  # decode-sized groups cuBLAS runs, packed too
+        "packdecode": (qkv_packing.DECODE_POLICY_ENV, "packed"),  # decode-sized groups cuBLAS runs: all packed
+        "unpackdecode": (qkv_packing.DECODE_POLICY_ENV, "unpacked"),  # ... none (before session 30: 2-16 rows too)
     }
     name, *parts = variant.removesuffix("+cudagraphs").split("+")
     if name != "fusion_passes":

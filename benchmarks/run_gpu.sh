@@ -44,6 +44,8 @@
 #                                        # batch rows per linear), CUDA graphs: stock vs ours (trees, graphed step)
 #   bash benchmarks/run_gpu.sh packdecode  # (session 30) batched decode: decode-sized q/k/v and gate/up that cuBLAS runs,
 #                                          # packed or not (FUSION_PASSES_QKV_PACKING_DECODE), 8B x 8 and 1B x 4, 16
+#   bash benchmarks/run_gpu.sh packdecode_paired  # (session 30) the same after the default changed: ours (2-16 rows
+#                                          # packed) vs ours with them unpacked, in alternating rounds
 #   bash benchmarks/run_gpu.sh s28_steps # the final kernel's graphed decode steps, 1B and 8B: stock vs ours
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
@@ -372,6 +374,14 @@ case "${1:-}" in
     timeout 280 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --decode-batches 4 16 --variants fusion_passes+graphstep fusion_passes+packdecode+graphstep --budget-s 200 \
       --out "$OUT/e2e_decode_packdecode_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -6 ;;
+  packdecode_paired)  # (session 30) after qkv_packing's default became "2-16 decode rows packed": ours vs ours
+                      # with them unpacked (the old default), graphed step, 8 alternating rounds of 20 calls
+    timeout 250 python3 benchmarks/bench_e2e.py --model llama-8b --attn eager --workloads decode-1024 \
+      --decode-batches 8 --variants fusion_passes+unpackdecode+graphstep fusion_passes+graphstep --rounds 8 \
+      --iters 20 --out "$OUT/e2e_decode_packdecode_paired_llama-8b_eager.json" 2>&1 | grep -v Warning | tail -4
+    timeout 280 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
+      --decode-batches 4 16 --variants fusion_passes+unpackdecode+graphstep fusion_passes+graphstep --rounds 8 \
+      --iters 20 --out "$OUT/e2e_decode_packdecode_paired_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -6 ;;
   s28_steps)  # (session 28) the final kernel's graphed decode steps, 1B then 8B: stock vs ours, eager attention
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \

@@ -39,10 +39,11 @@ HOOK = "post_grad"
 DESCRIPTION = "N>=2 linears on one input (q/k/v, gate/up) -> one GEMM on weights packed once, outputs as views"
 DEPENDS = (packed_linear_kernel, linears)
 
-# Decode-sized groups (static rows <= DECODE_MAX_ROWS on CUDA) that decode_gemv left to cuBLAS: "unpacked" leaves
-# them so, "packed" packs them as any other group.
+# Decode-sized groups (static rows <= DECODE_MAX_ROWS on CUDA; decode_gemv, which runs first, takes the ones its
+# GEMV is faster for): "auto" packs them from 2 rows up and leaves a single row unpacked, "unpacked" leaves every
+# one unpacked, "packed" packs every one. See DECODE_MAX_ROWS for what the H200 measured.
 DECODE_POLICY_ENV = "FUSION_PASSES_QKV_PACKING_DECODE"
-DECODE_POLICIES = ("unpacked", "packed")
+DECODE_POLICIES = ("auto", "unpacked", "packed")
 
 aten = torch.ops.aten
 _ALIGN = 16  # bytes: Inductor assumes 16-byte-aligned inputs on GPU, so each row block must start aligned
@@ -74,8 +75,12 @@ def apply(graph: fx.Graph, ctx) -> None:
 
 # On the H200 the packed GEMV of a decode step (M = 1) measured slower than cuBLAS's separate GEMVs under
 # stock Inductor (llama-1b decode-1024 with CUDA graphs: 2.30 ms packed vs 2.14 ms unpacked;
-# benchmarks/results/e2e_decode_h200_torch2.11.0.json), while prefill gains. Static row counts up to this
-# bound are left unpacked on CUDA; symbolic row counts are packed (they are usually prefill-sized).
+# benchmarks/results/e2e_decode_h200_torch2.11.0.json), while prefill gains. At 2-16 rows (several sequences
+# decoded at once) packing what decode_gemv leaves to cuBLAS measured faster (session 30, logs/s30_run4, graphed
+# step, step / rate in ms: llama-8b x 8, q/k/v and gate/up, 5.45 / 5.40 -> 5.11 / 4.98, 646 -> 454 kernels;
+# llama-1b x 4, gate/up, 1.267 / 1.257 -> 1.261 / 1.211; x 16 a tie, 1.581 / 1.501 -> 1.565 / 1.515). So by default
+# a static row count of 1 is left unpacked on CUDA and 2-16 are packed; symbolic row counts are packed (they are
+# usually prefill-sized).
 DECODE_MAX_ROWS = 16
 
 
@@ -90,9 +95,13 @@ def cache_key() -> str:
 def _decode_sized(group: list["linears.Linear"]) -> str | None:
     x = val(group[0].x2)
     rows = x.shape[0]
-    if x.device.type == "cuda" and isinstance(rows, int) and rows <= DECODE_MAX_ROWS and decode_policy() != "packed":
+    if x.device.type != "cuda" or not isinstance(rows, int) or rows > DECODE_MAX_ROWS:
+        return None
+    policy = decode_policy()
+    if policy == "unpacked" or (policy == "auto" and rows == 1):
         return (f"left unpacked: {rows} row(s) is decode-sized, and on CUDA the packed GEMV measured slower than "
-                f"separate ones (rows <= {DECODE_MAX_ROWS})")
+                f"separate ones ({'rows <= ' + str(DECODE_MAX_ROWS) if policy == 'unpacked' else 'one row'}; "
+                f"{DECODE_POLICY_ENV}=packed packs it)")
     return None
 
 
