@@ -21,7 +21,9 @@ blocks of one buffer the first time it runs (see ``fusion_passes/kernels/packed_
 Fires only when: every packed GEMM reads the same tensor (the same node, or reshapes of the same node to
 [-1, D]); the weights are distinct graph inputs (placeholders, or ``get_attr`` constants under freezing),
 2-D, of one dtype and device, not mutated in the graph, with static sizes; biases are 1-D [N_i]; addmm has
-alpha = beta = 1; autograd is off (with gradients on, the op has no backward, so it does not fire).
+alpha = beta = 1; autograd is off (with gradients on, the op has no backward, so it does not fire); on CUDA the
+row count is not a static 1 (a one-sequence decode step, where cuBLAS's separate GEMVs measured faster and
+decode_gemv takes what it can; ``FUSION_PASSES_QKV_PACKING_DECODE`` changes that, see ``DECODE_MAX_ROWS``).
 """
 
 from __future__ import annotations

@@ -446,8 +446,25 @@ def test_op_never_separates_weights_that_alias_each_other_or_inference_tensors()
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("batch, packs", [(4, True), (1, False)])
+def test_gpu_decode_of_several_sequences_is_packed(batch, packs):
+    """One decode token of ``batch`` sequences (M = batch rows), decode_gemv not enabled: on CUDA 2-16 rows are
+    packed and match eager; one row stays as cuBLAS's separate GEMVs."""
+    model, args = zoo.build("llama", batch=batch, seq=1, dtype=torch.bfloat16, device="cuda")
+    torch._dynamo.reset()
+    fn = torch.compile(model, backend=fusion_passes.backend(patterns=PATTERN))
+    with torch.no_grad(), fusion_passes.capture() as recs:
+        ref = model(*args)
+        out = fn(*args)
+    torch.testing.assert_close(out, ref, atol=2e-2, rtol=2e-2)
+    assert any(m.pattern == "qkv_packing" for r in recs for m in r.matches) == packs
+    if not packs:
+        assert any("one row" in n.reason for r in recs for n in r.near_misses)
+
+
+@pytest.mark.gpu
 def test_gpu_llama_reduce_overhead_packs_once_outside_the_graph_pool():
-    # 32 rows: decode-sized GEMMs (<= 16 rows) are left unpacked on CUDA by design
+    # 32 rows: packed at any decode policy (one decode row is left unpacked on CUDA by design)
     model, args = zoo.build("llama", batch=2, seq=16, dtype=torch.bfloat16, device="cuda")
     bytes_before = weight_bytes(model)
     torch._dynamo.reset()
