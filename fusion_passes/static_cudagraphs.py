@@ -41,6 +41,8 @@ import torch
 import torch.utils._pytree as pytree
 from torch import fx
 
+from .kernels.packed_linear import weight_moves
+
 __all__ = ["StaticCudaGraphs", "blocker", "cuda_graph_step", "MAX_GRAPHS"]
 
 MAX_GRAPHS = 4
@@ -233,7 +235,8 @@ def cuda_graph_step(fn: Callable, *, state: Sequence[Any] = ()) -> "GraphedStep"
     runs (neither HF's nor Dynamo's guards: a 1B decode step's host time drops from ~0.3 ms to ~0.02 ms). The
     contract that makes this equal to calling ``fn``: ``fn``'s result depends only on its tensor arguments and on
     tensors that stay where they are (weights, a static KV cache, updated in place), and a call changes no Python
-    state. What is checked: the arguments' shapes, dtypes, devices and non-tensor values pick the graph (a new
+    state. Weights that ``packed_linear`` moves (another compiled model of the same module packing them) are
+    followed: the graphs are dropped and captured again. What is checked: the arguments' shapes, dtypes, devices and non-tensor values pick the graph (a new
     combination is captured, up to ``MAX_GRAPHS``); the second call, still uncaptured, compares the Python state it
     can reach (non-tensor arguments, ``fn``'s closure and ``self``, and ``state``: numbers, strings, container
     lengths, tensor addresses and shapes, a few levels deep) before and after, and a change (a Python counter, a
@@ -251,10 +254,14 @@ class GraphedStep:
         self.state = tuple(state)
         self.runners: dict = {}  # argument signature -> (StaticCudaGraphs, [output TreeSpec])
         self.skip_reason: str | None = None
+        self.weight_moves = weight_moves()
 
     def __call__(self, *args, **kwargs):
         if self.skip_reason is not None or not _cuda_available():
             return self.fn(*args, **kwargs)
+        if weight_moves() != self.weight_moves:  # the graphs read weights at addresses since freed
+            self.weight_moves = weight_moves()
+            self.runners.clear()
         leaves, spec = _flatten(args, kwargs)
         key = (spec, tuple(map(_signature, leaves)))
         entry = self.runners.get(key)

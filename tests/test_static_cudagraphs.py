@@ -332,6 +332,37 @@ def test_graph_step_takes_nested_arguments_and_gives_up_after_max_signatures(fak
     torch.testing.assert_close(graphed([torch.ones(2), torch.ones(2)], bias=0.0), torch.full((2,), 2.0))
 
 
+def test_graph_step_captures_again_after_packed_linear_moves_the_weights(fake_cuda_step):
+    """A graph captured before another compiled model of the same module packs its weights reads their old, freed
+    addresses (on the H200: an illegal memory access, or silently stale weights): the step must capture again."""
+    from fusion_passes.kernels import packed_linear
+
+    calls = []
+    record = calls.append
+    w_q, w_k = torch.randn(4, 8), torch.randn(4, 8)
+
+    def step(x):
+        record("run" if _FakeGraph.capturing is None else "capture")
+        out = torch.cat([x @ w_q.t(), x @ w_k.t()], dim=1)
+        if _FakeGraph.capturing is not None:
+            _FakeGraph.capturing.replays.append(lambda: torch.cat([x @ w_q.t(), x @ w_k.t()], dim=1, out=out))
+        return out
+
+    graphed = fusion_passes.cuda_graph_step(step)
+    x = torch.randn(2, 8)
+    for _ in range(4):
+        torch.testing.assert_close(graphed(x), x @ torch.cat([w_q, w_k]).t())
+    assert calls == ["run", "run", "capture"]
+    packed_linear.packed_linear(x, [w_q, w_k])  # "another compiled model": packs, moving both weights
+    assert w_q.untyped_storage().data_ptr() == w_k.untyped_storage().data_ptr()
+    for _ in range(4):
+        torch.testing.assert_close(graphed(x), x @ torch.cat([w_q, w_k]).t())
+    assert calls == ["run", "run", "capture"] * 2 and graphed.skip_reason is None and len(graphed.runners) == 1
+    packed_linear.packed_linear(x, [w_q, w_k])  # already packed: nothing moves, the graph stays
+    graphed(x)
+    assert calls == ["run", "run", "capture"] * 2
+
+
 def test_graph_step_leaves_cpu_tensors_uncaptured(fake_cuda_graphs, monkeypatch):
     monkeypatch.setattr(static_cudagraphs, "_cuda_available", lambda: True)
     monkeypatch.setattr(static_cudagraphs, "_capturing", lambda: False)  # (CPU torch cannot ask)
@@ -543,3 +574,33 @@ def test_gpu_graphed_hf_decode_step_matches_eager(attn):
     assert run.runners[next(iter(run.runners))][0].recordings  # captured and replayed
     for e, g in zip(*results):
         torch.testing.assert_close(g, e, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_graphed_step_follows_weights_another_compile_packs():
+    """Model A (no qkv_packing) is captured; then model B, compiled from the same module with qkv_packing, packs the
+    weights on its first call and frees their old memory, which is then reused (NaN-filled here). A's next replay
+    must not read it: the graph is captured again and A still matches eager (bench_e2e's paired rounds hit an
+    illegal memory access on the H200 before this, session 31)."""
+    from fusion_passes import zoo
+    from fusion_passes.kernels import packed_linear
+
+    model, args = zoo.build("llama", batch=4, seq=1, dtype=torch.bfloat16, device="cuda")
+    torch._dynamo.reset()
+    model_a = torch.compile(model, backend=fusion_passes.backend(exclude=["qkv_packing"]))
+    model_b = torch.compile(model, backend=fusion_passes.backend(patterns=["qkv_packing"]))
+    step_a = fusion_passes.cuda_graph_step(lambda: model_a(*args))
+    with torch.no_grad():
+        ref = model(*args)
+        for _ in range(4):  # run, check, capture, replay
+            torch.testing.assert_close(step_a(), ref, atol=2e-2, rtol=2e-2)
+        assert step_a.runners and next(iter(step_a.runners.values()))[0].recordings
+        moves = packed_linear.weight_moves()
+        torch.testing.assert_close(model_b(*args), ref, atol=2e-2, rtol=2e-2)
+        assert packed_linear.weight_moves() > moves
+        junk = [torch.full_like(p, float("nan")) for p in model.parameters() for _ in range(2)]
+        for _ in range(4):
+            torch.testing.assert_close(step_a(), ref, atol=2e-2, rtol=2e-2)
+        assert step_a.skip_reason is None and next(iter(step_a.runners.values()))[0].recordings
+    del junk

@@ -26,6 +26,10 @@ on every call. How it gets one [sum N_i, K] matrix:
 ``unpack_parameters(module)`` gives packed parameters their own storage again (e.g. before
 ``safetensors.torch.save_file``, which refuses tensors that share memory; ``save_pretrained`` copes).
 
+Both move weights to new addresses, which a CUDA graph captured before reads no more: ``weight_moves()`` counts
+the moves, and ``cuda_graph_step`` captures again when it changed (a graph captured by one compiled model, then
+another compiled model of the same module packing its weights, would otherwise read freed memory).
+
 Limitations: a weight packed into two different groups (two compiled graphs that group it differently)
 is re-packed back and forth (correct, but a copy per switch); the first call of two threads running the
 same compiled model at once is not synchronised.
@@ -41,7 +45,7 @@ import warnings
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
-__all__ = ["packed_linear", "unpack_parameters", "STATS"]
+__all__ = ["packed_linear", "unpack_parameters", "weight_moves", "STATS"]
 
 # How often each path ran, for tests and reports: "packed" (one GEMM), "repacked" (buffer built),
 # "unpacked" (fallback).
@@ -51,6 +55,12 @@ STATS: collections.Counter = collections.Counter()
 # reference keeps that address from being reused, so a live key is always one of ours).
 _packed_storages: dict[int, StorageWeakRef] = {}
 _warned: set[str] = set()
+_moves = 0  # see weight_moves(); never reset (STATS is, by tests)
+
+
+def weight_moves() -> int:
+    """How many times this module has moved parameters onto new memory (packed or unpacked them)."""
+    return _moves
 
 
 # Defined with the low-level Library API, not ``torch.library.custom_op``: this op runs on every call
@@ -167,6 +177,7 @@ def _checker_aliases(weights: list[torch.Tensor]) -> list[torch.Tensor]:
 
 def _repack(weights: list[torch.Tensor]) -> torch.Tensor:
     """Copy the weights into one [sum N_i, K] buffer and make each weight a row block of it (one time)."""
+    global _moves
     first = weights[0]
     k = first.shape[1]
     rows = sum(w.shape[0] for w in weights)
@@ -177,6 +188,7 @@ def _repack(weights: list[torch.Tensor]) -> torch.Tensor:
         for w in weights:
             w.set_(storage, row * k, (w.shape[0], k), (k, 1))
             row += w.shape[0]
+    _moves += 1
     for key in [k for k, ref in _packed_storages.items() if ref.expired()]:
         del _packed_storages[key]
     _packed_storages[storage._cdata] = StorageWeakRef(storage)
@@ -235,6 +247,7 @@ def unpack_parameters(module: torch.nn.Module) -> int:
 
     Returns how many were unpacked. A compiled model packs them again on its next call.
     """
+    global _moves
     count = 0
     with torch.no_grad():
         for p in module.parameters():
@@ -242,4 +255,6 @@ def unpack_parameters(module: torch.nn.Module) -> int:
             if ref is not None and not ref.expired():
                 p.data = p.detach().clone()
                 count += 1
+    if count:
+        _moves += 1
     return count

@@ -168,12 +168,15 @@ def test_weight_updates_are_never_stale():
     torch.testing.assert_close(fn(ids), other(ids))
     assert kernel.STATS["repacked"] == 2  # in-place updates need no repack
     attn.v_proj.weight.data = torch.randn_like(attn.v_proj.weight)  # a new storage: adjacency is gone
+    moves = kernel.weight_moves()  # what a captured CUDA graph step follows (test_static_cudagraphs)
     check()
-    assert kernel.STATS["repacked"] == 3
+    assert kernel.STATS["repacked"] == 3 and kernel.weight_moves() == moves + 1
     assert kernel.unpack_parameters(model) == 5  # q, k, v, gate, up get their own storage again
+    assert kernel.weight_moves() == moves + 2
     assert attn.q_proj.weight.untyped_storage().data_ptr() != attn.k_proj.weight.untyped_storage().data_ptr()
     check()
-    assert kernel.STATS["repacked"] == 5
+    assert kernel.STATS["repacked"] == 5 and kernel.weight_moves() == moves + 4
+    assert kernel.unpack_parameters(tiny_llama()) == 0 and kernel.weight_moves() == moves + 4  # nothing moved
 
 
 def test_weight_with_an_alias_runs_unpacked_and_sees_writes_through_the_alias():
