@@ -46,6 +46,8 @@
 #                                          # packed or not (FUSION_PASSES_QKV_PACKING_DECODE), 8B x 8 and 1B x 4, 16
 #   bash benchmarks/run_gpu.sh packdecode_paired  # (session 30) the same after the default changed: ours (2-16 rows
 #                                          # packed) vs ours with them unpacked, in alternating rounds
+#   bash benchmarks/run_gpu.sh s31_verify  # (session 31) the graphed step after another compile packs its weights (GPU
+#                                          # test), then packdecode_paired's 1B half (the run that crashed before the fix)
 #   bash benchmarks/run_gpu.sh s28_steps # the final kernel's graphed decode steps, 1B and 8B: stock vs ours
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
@@ -382,6 +384,13 @@ case "${1:-}" in
     timeout 280 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --decode-batches 4 16 --variants fusion_passes+unpackdecode+graphstep fusion_passes+graphstep --rounds 8 \
       --iters 20 --out "$OUT/e2e_decode_packdecode_paired_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -6 ;;
+  s31_verify)  # (session 31) cuda_graph_step captures again when packed_linear moves weights: its GPU regression
+               # test and the qkv_packing GPU tests, then the paired 1B graphed steps, unpacked vs packed decode rows
+    PYTHONPATH=. timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_static_cudagraphs.py \
+      tests/patterns/test_qkv_packing.py 2>&1 | grep -E "passed|failed|Error|^E " | tail -15
+    PYTHONPATH=. timeout 280 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
+      --decode-batches 4 16 --variants fusion_passes+unpackdecode+graphstep fusion_passes+graphstep --rounds 8 \
+      --iters 20 --out "$OUT/e2e_decode_packdecode_paired_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -8 ;;
   s28_steps)  # (session 28) the final kernel's graphed decode steps, 1B then 8B: stock vs ours, eager attention
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \
