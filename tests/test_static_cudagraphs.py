@@ -590,17 +590,19 @@ def test_gpu_graphed_step_follows_weights_another_compile_packs():
     torch._dynamo.reset()
     model_a = torch.compile(model, backend=fusion_passes.backend(exclude=["qkv_packing"]))
     model_b = torch.compile(model, backend=fusion_passes.backend(patterns=["qkv_packing"]))
-    step_a = fusion_passes.cuda_graph_step(lambda: model_a(*args))
+    step_a = fusion_passes.cuda_graph_step(lambda *inputs: model_a(*inputs))
     with torch.no_grad():
         ref = model(*args)
         for _ in range(4):  # run, check, capture, replay
-            torch.testing.assert_close(step_a(), ref, atol=2e-2, rtol=2e-2)
-        assert step_a.runners and next(iter(step_a.runners.values()))[0].recordings
+            torch.testing.assert_close(step_a(*args), ref, atol=2e-2, rtol=2e-2)
+        (runner, _), = step_a.runners.values()
+        assert runner.recordings
         moves = packed_linear.weight_moves()
         torch.testing.assert_close(model_b(*args), ref, atol=2e-2, rtol=2e-2)
         assert packed_linear.weight_moves() > moves
         junk = [torch.full_like(p, float("nan")) for p in model.parameters() for _ in range(2)]
         for _ in range(4):
-            torch.testing.assert_close(step_a(), ref, atol=2e-2, rtol=2e-2)
-        assert step_a.skip_reason is None and next(iter(step_a.runners.values()))[0].recordings
+            torch.testing.assert_close(step_a(*args), ref, atol=2e-2, rtol=2e-2)
+        (again, _), = step_a.runners.values()
+        assert step_a.skip_reason is None and again is not runner and again.recordings  # captured anew
     del junk
