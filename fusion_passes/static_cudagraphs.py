@@ -231,17 +231,18 @@ def cuda_graph_step(fn: Callable, *, state: Sequence[Any] = ()) -> "GraphedStep"
                                    position_ids=pos[None], use_cache=True).logits)
         logits = step(next_ids, pos)                                           # [B, 1, V], a fresh tensor
 
-    Per call: the tensor arguments are copied into the captured ones and the graph replays; no Python of ``fn``
-    runs (neither HF's nor Dynamo's guards: a 1B decode step's host time drops from ~0.3 ms to ~0.02 ms). The
-    contract that makes this equal to calling ``fn``: ``fn``'s result depends only on its tensor arguments and on
-    tensors that stay where they are (weights, a static KV cache, updated in place), and a call changes no Python
-    state. Weights that ``packed_linear`` moves (another compiled model of the same module packing them) are
-    followed: the graphs are dropped and captured again. What is checked: the arguments' shapes, dtypes, devices and non-tensor values pick the graph (a new
-    combination is captured, up to ``MAX_GRAPHS``); the second call, still uncaptured, compares the Python state it
-    can reach (non-tensor arguments, ``fn``'s closure and ``self``, and ``state``: numbers, strings, container
-    lengths, tensor addresses and shapes, a few levels deep) before and after, and a change (a Python counter, a
-    growing cache) means ``fn`` always runs uncaptured, with a warning. A step whose shapes change every call (a
-    ``DynamicCache``) is refused by the same check. Outputs are cloned, as in ``StaticCudaGraphs``.
+    Per call: the tensor arguments are copied into the captured ones and the graph replays; no Python of ``fn`` runs
+    (neither HF's nor Dynamo's guards: a 1B decode step's host time drops from ~0.3 ms to ~0.02 ms). The contract
+    that makes this equal to calling ``fn``: ``fn``'s result depends only on its tensor arguments and on tensors
+    that stay where they are (weights, a static KV cache, updated in place), and a call changes no Python state.
+    Weights that ``packed_linear`` moves (another compiled model of the same module packing them) are followed: the
+    graphs are dropped and captured again. What is checked: the arguments' shapes, dtypes, devices and non-tensor
+    values pick the graph (a new combination is captured, up to ``MAX_GRAPHS``); the second call, still uncaptured,
+    compares the Python state it can reach (non-tensor arguments, ``fn``'s closure and ``self``, and ``state``:
+    numbers, strings, container lengths, tensor addresses and shapes, a few levels deep) before and after, and a
+    change (a Python counter, a growing cache) means ``fn`` always runs uncaptured, with a warning. A step whose
+    shapes change every call (a ``DynamicCache``) is refused by the same check. Outputs are cloned, as in
+    ``StaticCudaGraphs``.
     """
     return GraphedStep(fn, state)
 
@@ -259,8 +260,9 @@ class GraphedStep:
     def __call__(self, *args, **kwargs):
         if self.skip_reason is not None or not _cuda_available():
             return self.fn(*args, **kwargs)
-        if weight_moves() != self.weight_moves:  # the graphs read weights at addresses since freed
-            self.weight_moves = weight_moves()
+        moves = weight_moves()
+        if moves != self.weight_moves:  # the graphs read weights at addresses since freed
+            self.weight_moves = moves
             self.runners.clear()
         leaves, spec = _flatten(args, kwargs)
         key = (spec, tuple(map(_signature, leaves)))

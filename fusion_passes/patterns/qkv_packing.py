@@ -101,9 +101,9 @@ def _decode_sized(group: list["linears.Linear"]) -> str | None:
         return None
     policy = decode_policy()
     if policy == "unpacked" or (policy == "auto" and rows == 1):
+        bound = f"rows <= {DECODE_MAX_ROWS}" if policy == "unpacked" else "one row"
         return (f"left unpacked: {rows} row(s) is decode-sized, and on CUDA the packed GEMV measured slower than "
-                f"separate ones ({'rows <= ' + str(DECODE_MAX_ROWS) if policy == 'unpacked' else 'one row'}; "
-                f"{DECODE_POLICY_ENV}=packed packs it)")
+                f"separate ones ({bound}; {DECODE_POLICY_ENV}=packed packs it)")
     return None
 
 
