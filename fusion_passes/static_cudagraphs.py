@@ -236,13 +236,14 @@ def cuda_graph_step(fn: Callable, *, state: Sequence[Any] = ()) -> "GraphedStep"
     that makes this equal to calling ``fn``: ``fn``'s result depends only on its tensor arguments and on tensors
     that stay where they are (weights, a static KV cache, updated in place), and a call changes no Python state.
     Weights that ``packed_linear`` moves (another compiled model of the same module packing them) are followed: the
-    graphs are dropped and captured again. What is checked: the arguments' shapes, dtypes, devices and non-tensor
-    values pick the graph (a new combination is captured, up to ``MAX_GRAPHS``); the second call, still uncaptured,
-    compares the Python state it can reach (non-tensor arguments, ``fn``'s closure and ``self``, and ``state``:
-    numbers, strings, container lengths, tensor addresses and shapes, a few levels deep) before and after, and a
-    change (a Python counter, a growing cache) means ``fn`` always runs uncaptured, with a warning. A step whose
-    shapes change every call (a ``DynamicCache``) is refused by the same check. Outputs are cloned, as in
-    ``StaticCudaGraphs``.
+    graphs are dropped and captured again; weights moved or replaced otherwise (``model.half()``,
+    ``load_state_dict(..., assign=True)``) are not: make a new step. What is checked: the arguments' shapes, dtypes,
+    devices and non-tensor values pick the graph (a new combination is captured, up to ``MAX_GRAPHS``); the second
+    call, still uncaptured, compares the Python state it can reach (non-tensor arguments, ``fn``'s closure and
+    ``self``, and ``state``: numbers, strings, container lengths, tensor addresses and shapes, a few levels deep)
+    before and after, and a change (a Python counter, a growing cache) means ``fn`` always runs uncaptured, with a
+    warning. A step whose shapes change every call (a ``DynamicCache``) is refused by the same check. Outputs are
+    cloned, as in ``StaticCudaGraphs``.
     """
     return GraphedStep(fn, state)
 
