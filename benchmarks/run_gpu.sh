@@ -149,6 +149,16 @@ chain_table_vs_prefetch() {
   rm -rf "benchmarks/_$variant"
 }
 
+# packdecode_pair MODEL LIMIT LINES BATCH...: ours with decode rows unpacked vs packed (the default), graphed step,
+# 8 alternating rounds of 20 calls, into e2e_decode_packdecode_paired_MODEL_eager.json.
+packdecode_pair() {
+  local model=$1 limit=$2 lines=$3
+  shift 3
+  PYTHONPATH=. timeout "$limit" python3 benchmarks/bench_e2e.py --model "$model" --attn eager --workloads decode-1024 \
+    --decode-batches "$@" --variants fusion_passes+unpackdecode+graphstep fusion_passes+graphstep --rounds 8 \
+    --iters 20 --out "$OUT/e2e_decode_packdecode_paired_${model}_eager.json" 2>&1 | grep -v Warning | tail -"$lines"
+}
+
 case "${1:-}" in
   tests)  # all of pytest -m gpu (over 330 s on a fresh machine: past one call with anything else; see tests1/2)
     python3 -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
@@ -378,19 +388,13 @@ case "${1:-}" in
       --out "$OUT/e2e_decode_packdecode_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -6 ;;
   packdecode_paired)  # (session 30) after qkv_packing's default became "2-16 decode rows packed": ours vs ours
                       # with them unpacked (the old default), graphed step, 8 alternating rounds of 20 calls
-    timeout 250 python3 benchmarks/bench_e2e.py --model llama-8b --attn eager --workloads decode-1024 \
-      --decode-batches 8 --variants fusion_passes+unpackdecode+graphstep fusion_passes+graphstep --rounds 8 \
-      --iters 20 --out "$OUT/e2e_decode_packdecode_paired_llama-8b_eager.json" 2>&1 | grep -v Warning | tail -4
-    timeout 280 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
-      --decode-batches 4 16 --variants fusion_passes+unpackdecode+graphstep fusion_passes+graphstep --rounds 8 \
-      --iters 20 --out "$OUT/e2e_decode_packdecode_paired_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -6 ;;
+    packdecode_pair llama-8b 250 4 8
+    packdecode_pair llama-1b 280 6 4 16 ;;
   s31_verify)  # (session 31) cuda_graph_step captures again when packed_linear moves weights: its GPU regression
                # test and the qkv_packing GPU tests, then the paired 1B graphed steps, unpacked vs packed decode rows
     PYTHONPATH=. timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_static_cudagraphs.py \
       tests/patterns/test_qkv_packing.py 2>&1 | grep -E "passed|failed|Error|^E " | tail -15
-    PYTHONPATH=. timeout 280 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
-      --decode-batches 4 16 --variants fusion_passes+unpackdecode+graphstep fusion_passes+graphstep --rounds 8 \
-      --iters 20 --out "$OUT/e2e_decode_packdecode_paired_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -8 ;;
+    packdecode_pair llama-1b 280 8 4 16 ;;
   s28_steps)  # (session 28) the final kernel's graphed decode steps, 1B then 8B: stock vs ours, eager attention
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \
