@@ -82,21 +82,17 @@ def weight_bytes(ws: dict) -> int:
     return per + ws["lm"].numel() * ws["lm"].element_size()
 
 
-def ours_chain(ws: dict, x: torch.Tensor, prefetch: bool | None = None, qkv_form: str = "plain",
-               l2_bytes: int = 0, l2_at: str = "end"):
-    """``l2_bytes`` > 0: every GEMV also requests the first l2_bytes of the next GEMV's weights into L2 (split
-    between gate and up), at the ``l2_at`` of each program."""
+def ours_chain(ws: dict, x: torch.Tensor, prefetch: bool | None = None, qkv_form: str = "plain"):
     rope = (ws["cos"].expand(x.shape[0], -1), ws["sin"].expand(x.shape[0], -1), ws["head_dim"], 2)
     position = torch.full((x.shape[0],), POSITION, device=x.device)
 
-    def op(x, w0, w1=None, w2=None, nw=None, res=None, silu=False, caches=None, nxt=()):
+    def op(x, w0, w1=None, w2=None, nw=None, res=None, silu=False, caches=None):
         y = torch.empty((x.shape[0], gemv._out_width(w0, w1, w2, res, silu)), dtype=x.dtype, device=x.device)
         rot = rope if qkv_form != "plain" and w2 is not None else (None, None, 0, 0)
         stores = (None, *caches) if caches else (None, None, None)
         if gemv._use_triton(x):
             gemv._launch(x, w0, w1, w2, nw, 1e-5, 0.0, True, res, silu, y, *rot, prefetch=prefetch, caches=stores,
-                         cache_index=position if caches else None,
-                         l2_next=tuple((w, l2_bytes // len(nxt)) for w in nxt) if l2_bytes else (), l2_at=l2_at)
+                         cache_index=position if caches else None)
         else:
             y.copy_(gemv.reference(x, w0, w1, w2, nw, 1e-5, 0.0, True, res, silu, *rot))
             if caches:
@@ -105,13 +101,11 @@ def ours_chain(ws: dict, x: torch.Tensor, prefetch: bool | None = None, qkv_form
 
     def run():
         h = x
-        layers = ws["layers"]
-        for i, L in enumerate(layers):
-            qkv = op(h, L["q"], L["k"], L["v"], nw=L["n1"], caches=L.get("caches") if qkv_form == "kv" else None,
-                     nxt=(L["o"],))
-            h = op(qkv[:, : L["q"].shape[0]], L["o"], res=h, nxt=(L["g"], L["u"]))
-            a = op(h, L["g"], L["u"], nw=L["n2"], silu=True, nxt=(L["d"],))
-            h = op(a, L["d"], res=h, nxt=(layers[i + 1]["q"] if i + 1 < len(layers) else ws["lm"],))
+        for L in ws["layers"]:
+            qkv = op(h, L["q"], L["k"], L["v"], nw=L["n1"], caches=L.get("caches") if qkv_form == "kv" else None)
+            h = op(qkv[:, : L["q"].shape[0]], L["o"], res=h)
+            a = op(h, L["g"], L["u"], nw=L["n2"], silu=True)
+            h = op(a, L["d"], res=h)
         return op(h, ws["lm"], nw=ws["nf"])
 
     return run
@@ -226,10 +220,7 @@ def main(argv=None) -> int:
     p.add_argument("--models", nargs="+", default=["llama-1b", "llama-8b"])
     p.add_argument("--rows", nargs="+", type=int, default=[1])
     p.add_argument("--variants", nargs="+", default=["cublas", "ours"],
-                   choices=["cublas", "ours", "ours-noprefetch", "ours-late", "read", "ours-l2end", "ours-l2start"])
-    p.add_argument("--l2-mb", nargs="+", type=float, default=[8.0],
-                   help="ours-l2end / ours-l2start: MB of the next GEMV's weights each GEMV requests into L2")
-    p.add_argument("--repeat", type=int, default=1, help="run the variant list this many times, in order")
+                   choices=["cublas", "ours", "ours-noprefetch", "ours-late", "read"])
     p.add_argument("--qkv-form", choices=QKV_FORMS, default="kv",
                    help="ours' q/k/v GEMV: plain, + RoPE, or + RoPE and the KV-cache stores (the shipped step's; "
                         "at more than one row the chain runs rope)")
@@ -251,22 +242,17 @@ def main(argv=None) -> int:
             qkv_form = "rope" if args.qkv_form == "kv" and m > 1 else args.qkv_form
             if qkv_form == "kv":
                 add_caches(ws, m)
-            runs = [(r, v, mb) for r in range(args.repeat) for v in args.variants
-                    for mb in (args.l2_mb if v.startswith("ours-l2") else [0])]
-            for round_, variant, l2_mb in runs:
+            for variant in args.variants:
                 prefetch = False if variant == "ours-noprefetch" else None  # None: the shipped choice
                 chains = dict(cublas=cublas_chain, read=read_chain)
-                run = chains[variant](ws, x) if variant in chains else ours_chain(
-                    ws, x, prefetch, qkv_form, l2_bytes=int(l2_mb * 2**20), l2_at=variant[len("ours-l2"):])
+                run = chains[variant](ws, x) if variant in chains else ours_chain(ws, x, prefetch, qkv_form)
                 policies = {"ours-late": {gemv_table.NORM_POLICY_ENV: "late"}}.get(variant, {})
                 with env_set(policies):  # read at every launch: the warm-up and the capture
                     ms, replay = graph_ms(run, args.device)
-                rec = dict(model=model, rows=m, variant=variant + (f"-{l2_mb:g}MB" if l2_mb else ""),
+                rec = dict(model=model, rows=m, variant=variant,
                            qkv_form=qkv_form if variant.startswith("ours") else "", ms=round(ms, 4),
                            weight_gb=round(nbytes / 1e9, 3),
                            tbps=round(nbytes / (ms * 1e-3) / 1e12, 3))
-                if args.repeat > 1:
-                    rec["round"] = round_
                 if bw:
                     rec["hbm_frac"] = round(nbytes / (ms * 1e-3) / (bw * 1e9), 3)
                 if cuda and variant != "cublas":
@@ -277,7 +263,7 @@ def main(argv=None) -> int:
                 records.append(rec)
                 print(rec, flush=True)
         del ws
-    cols = ["model", "rows", "variant", "round", "qkv_form", "ms", "weight_gb", "tbps", "hbm_frac", "per_linear_us"]
+    cols = ["model", "rows", "variant", "qkv_form", "ms", "weight_gb", "tbps", "hbm_frac", "per_linear_us"]
     print(tabulate([[r.get(c, "") for c in cols] for r in records], headers=cols))
     return write_results(records, "gemv_chain", args.out, key=("model", "rows", "variant", "qkv_form"),
                          device=args.device)

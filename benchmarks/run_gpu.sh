@@ -53,7 +53,8 @@
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
 #   bash benchmarks/run_gpu.sh ncu [model]  # Nsight Compute counters (DRAM throughput, occupancy, stall reasons) of the
 #                                           decode GEMVs and of a kernel that only reads the same weights
-#   bash benchmarks/run_gpu.sh l2next    # (session 33) each chain GEMV requesting the next GEMV's weights into L2 (TMA)
+#   bash benchmarks/run_gpu.sh l2next    # (session 33, commit 3df03d5) each chain GEMV requesting the next one's weights
+#                                        # into L2 by TMA bulk prefetch vs as shipped
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -478,8 +479,9 @@ case "${1:-}" in
     timeout 330 python3 benchmarks/bench_e2e.py --attn sdpa eager --workloads padded-512 padded-2048 --batches 8 \
       --rounds 8 --iters 5 --variants stock fusion_passes fusion_passes+noattn \
       --out "$OUT/e2e_padded_llama-1b.json" 2>&1 | grep -v Warn | tail -14 ;;
-  l2next)  # (session 33) every GEMV of the chain requests the next GEMV's first MB into L2 by TMA bulk prefetch,
-           # at the start or the end of each program, vs as shipped; per model, two rounds in order
+  l2next)  # (session 33; needs commit 3df03d5's kernel and bench_gemv_chain, since removed) every GEMV of the chain
+           # requests the next GEMV's first MB into L2 by TMA bulk prefetch, at the start or the end of each program,
+           # vs as shipped; per model, two rounds in order
     for m in "llama-1b 4 8 16" "llama-8b 8 16 32"; do set -- $m
       python3 benchmarks/bench_gemv_chain.py --models "$1" --variants ours ours-l2end ours-l2start read \
         --l2-mb "$2" "$3" "$4" --repeat 2 --out "$OUT/gemv_chain_l2next_$1.json" 2>&1 | grep -v Warn \

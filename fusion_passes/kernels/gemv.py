@@ -71,7 +71,10 @@ blocks ahead instead of one was slower at every config there. PREFETCH requests 
 registers, but ptxas issues those loads only after this block's multiply-adds (sm_90), so each program has one block
 in flight. Loading each block's own rows and letting Triton's pipeliner stage them two blocks ahead in shared memory
 (cp.async, which ptxas cannot sink) was slower for every persistent linear (``logs/s29_run1``: chain q/k/v 1B 5.96 ->
-7.13 us, 8B 15.09 -> 15.94; the whole chain 1B 0.713 -> 0.764 ms, 8B 3.75 -> 3.88) and was removed.
+7.13 us, 8B 15.09 -> 15.94; the whole chain 1B 0.713 -> 0.764 ms, 8B 3.75 -> 3.88) and was removed. Session 33
+had each program request the next GEMV's weights into L2 with sm_90's bulk prefetch (``cp.async.bulk.prefetch.L2``,
+one instruction per 16 KB), at its start or its end: the chain was slower at every size (1B 0.70-0.77 ->
+0.75-0.85 ms, 8B 3.64-3.73 -> 3.87-4.39; ``logs/s33_run1``) and it was removed.
 
 Tile sizes are autotuned per shape.
 
@@ -100,7 +103,6 @@ HAS_TRITON = triton is not None
 MAX_ROWS = 16  # the kernel's largest M: one 16-row tile (decode of up to 16 sequences)
 PREFETCH = True  # M = 1: the autotuner may pick the loop that loads the next K tile early (see _configs)
 ACC1D_INTERPRETED = False  # the interpreter's one config: the tests run it both ways
-L2_CHUNK = 16384  # bytes per bulk L2 prefetch (l2_next)
 PERSIST_INTERPRETED = 0  # > 0: the interpreter's M = 1 config is the persistent form, this many programs per "SM"
 
 
@@ -322,10 +324,6 @@ if triton is not None:
         sc_h,
         sc_l,
         sc_d,
-        PF0,  # uint8 view of a weight the next kernel reads, requested into L2 (None unless L2_NEXT)
-        PF1,  # a second one (gate and up); None unless L2_NEXT and two
-        pf_n0,  # bytes of PF0 to request, a multiple of PF_CHUNK
-        pf_n1,
         CONCAT_W: tl.constexpr,  # 1-3 weights whose outputs are concatenated (1 with SILU_MUL / HAS_RES)
         HAS_NORM: tl.constexpr,
         NORM_LATE: tl.constexpr,  # M = 1 only: squares summed in the main loop, 1/rms applied after the dot
@@ -347,16 +345,12 @@ if triton is not None:
         ACC1D: tl.constexpr,  # M = 1 only: reduce each tile into [BLOCK_N] (registers for one tile, not two)
         PERSIST: tl.constexpr,  # M = 1, BLOCK_K >= K only: programs per SM of the persistent form (0: tiled)
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
-        L2_NEXT: tl.constexpr,  # 0; 1: request PF0 / PF1 into L2 first thing; 2: after this program's blocks
-        PF_CHUNK: tl.constexpr,  # bytes per bulk prefetch instruction
     ):
         T = X.dtype.element_ty
         PRECISION: tl.constexpr = "ieee" if IEEE_F32 else None  # None: Triton's default (TF32 for fp32)
         PAIR: tl.constexpr = 2 if ROPE else 1  # output columns per program column
         TWO: tl.constexpr = SILU_MUL or ROPE  # a second accumulator: the up projection, or the pair's other half
         pid = tl.program_id(0)
-        if L2_NEXT == 1:
-            _request_next_weights(PF0, PF1, pf_n0, pf_n1, pid, PF_CHUNK)
         rm = tl.arange(0, BLOCK_M)
         m_ok = rm < M
         pos = rm * 0
@@ -411,28 +405,6 @@ if triton is not None:
             _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
                       stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
                       SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
-        if L2_NEXT == 2:
-            _request_next_weights(PF0, PF1, pf_n0, pf_n1, pid, PF_CHUNK)
-
-    @triton.jit
-    def _request_into_l2(P, n, pid, CHUNK: tl.constexpr):
-        """Thread 0 of each program requests its share of the bytes P[:n] (n a multiple of CHUNK) into L2 with
-        sm_90's ``cp.async.bulk.prefetch.L2``: one instruction per CHUNK bytes, carried out by the TMA unit,
-        nothing waits for it (CUDA only: PTX)."""
-        chunks = n // CHUNK
-        per = tl.cdiv(chunks, tl.num_programs(0))
-        for c in range(pid * per, tl.minimum(pid * per + per, chunks)):
-            tl.inline_asm_elementwise(
-                "{ .reg .pred pf_p; .reg .u32 pf_t; mov.u32 pf_t, %tid.x; setp.eq.u32 pf_p, pf_t, 0; "
-                "@pf_p cp.async.bulk.prefetch.L2.global [$1], $2; mov.u32 $0, 0; }",
-                "=r,l,r", [P + c.to(tl.int64) * CHUNK, (c * 0 + CHUNK).to(tl.int32)], dtype=tl.int32,
-                is_pure=False, pack=1)
-
-    @triton.jit
-    def _request_next_weights(PF0, PF1, pf_n0, pf_n1, pid, CHUNK: tl.constexpr):
-        _request_into_l2(PF0, pf_n0, pid, CHUNK)
-        if PF1 is not None:
-            _request_into_l2(PF1, pf_n1, pid, CHUNK)
 
     @triton.jit
     def _load_block(W0, W1, W2, N0, N1, N2, blk_id, K, CONCAT_W: tl.constexpr, PAIR: tl.constexpr,
@@ -632,12 +604,10 @@ def _block_m(m: int) -> int:
 def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y,
             rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0, prefetch: Optional[bool] = None,
             caches=(None, None, None), cache_index=None, index_base: bool = False,
-            config: Optional[dict] = None, biases=(None, None, None), gelu_tanh: bool = False,
-            l2_next: tuple = (), l2_at: str = "end"):
+            config: Optional[dict] = None, biases=(None, None, None), gelu_tanh: bool = False):
     """Launch the kernel into ``y``; ``config`` (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages) skips the
     autotuner (the interpreter always does: it would time every config), and then the compiled kernel is returned
-    (its ``n_regs`` and ``n_spills``, for the benchmarks). ``l2_next``: up to two (weight, bytes) the next kernel
-    reads, whose first bytes this launch requests into L2 (``l2_at`` "start" or "end" of each program; CUDA only)."""
+    (its ``n_regs`` and ``n_spills``, for the benchmarks)."""
     m, k = x.shape
     concat = 1 if (silu_mul or residual is not None) else 1 + (w1 is not None) + (w2 is not None)
     n0 = w0.shape[0]
@@ -672,11 +642,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         IDX_BASE=index_base,
         BLOCK_M=_block_m(int(m)),
         IEEE_F32=ieee_fp32_dot(x.dtype),
-        L2_NEXT=(1 if l2_at == "start" else 2) if l2_next else 0,
-        PF_CHUNK=L2_CHUNK,
     )
-    pf = [(w.view(-1).view(torch.uint8), min(nbytes, w.numel() * w.element_size()) // L2_CHUNK * L2_CHUNK)
-          for w, nbytes in l2_next] + [(None, 0)] * (2 - len(l2_next))
     args = (
         x, norm_weight, w0, w1 if w1 is not None else w0, w2 if w2 is not None else w0,
         *_bias_pointers(biases), residual, rope_cos,
@@ -685,7 +651,6 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         x.stride(0), residual.stride(0) if residual is not None else 0, y.stride(0),
         rope_cos.stride(0) if rope else 0,
         eps, norm_offset, rope_weights, seq_len, cache_len, *cache_strides,
-        pf[0][0], pf[1][0], pf[0][1], pf[1][1],
     )  # fmt: skip
     if config is None and INTERPRETED and x.device.type != "cuda":
         config = dict(BLOCK_N=16, BLOCK_K=64, PREFETCH=(PREFETCH if prefetch is None else prefetch)

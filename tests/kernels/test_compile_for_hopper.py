@@ -67,8 +67,7 @@ def gemv_flags(**flags) -> dict:
     once, not at every call)."""
     return dict(CONCAT_W=1, HAS_NORM=False, NORM_LATE=False, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=False,
                 GELU_TANH=False, HAS_RES=False, BIAS_MASK=0, ROPE=False, ROPE_DIM=0, CACHE_MASK=0, HEAD_DIM=1,
-                IDX_BASE=False, PREFETCH=False, ACC1D=False, PERSIST=0, IEEE_F32=False, L2_NEXT=0,
-                PF_CHUNK=gemv.L2_CHUNK) | flags
+                IDX_BASE=False, PREFETCH=False, ACC1D=False, PERSIST=0, IEEE_F32=False) | flags
 
 
 def gemv_types(dtype: str) -> dict:
@@ -271,22 +270,3 @@ def test_ieee_fp32_dot_follows_the_users_tf32_setting():
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old
 
-
-
-@pytest.mark.parametrize("at", [0, 1, 2])
-def test_l2_next_is_one_bulk_prefetch_instruction_per_chunk(at):
-    """``l2_next`` requests the next kernel's weights into L2 with sm_90's ``cp.async.bulk.prefetch.L2`` from thread
-    0 of each program (one instruction per ``L2_CHUNK`` bytes, the TMA unit does the rest); off, none is emitted.
-    The 1B down's persistent entry still fits its programs on one SM without spilling."""
-    key = next(k for k in gemv_table.PERSISTENT if k[1:3] == ("res", 8192))
-    config = gemv._with_register_cap(gemv_table.as_config(gemv_table.PERSISTENT[key]))
-    options = {name: config.pop(name) for name in ("num_warps", "num_stages", "maxnreg")}
-    types, flags, aligned = table_launch("res", 8192, (2048,), head_dim=64)
-    if at:
-        types.update(PF0="*u8", PF1="*u8", pf_n0="i32", pf_n1="i32")
-    asm = compile_for_hopper(gemv._gemv_kernel, types, {**flags, **config, "L2_NEXT": at}, aligned=aligned,
-                             **options)
-    requests = re.findall(r"@(\w+) cp\.async\.bulk\.prefetch\.L2\.global", asm["ptx"])
-    assert len(requests) == (2 if at else 0)  # PF0's and PF1's loops
-    assert "%tid.x" in asm["ptx"]
-    assert registers_per_thread(asm["cubin"])[1] == 0

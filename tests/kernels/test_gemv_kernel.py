@@ -546,27 +546,3 @@ def test_autotuner_offers_both_m1_loops_and_the_plain_one_alone():
     assert forms(gemv._gemv_m1[False]) == {(False, False)}
     assert forms(gemv._gemv_m16) == {(False, False)}
     assert len(gemv._gemv_m1[True].configs) == 2 * len(gemv._gemv_m1[False].configs) + 7
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="l2_next issues sm_90 PTX: CUDA only")
-@pytest.mark.parametrize("at", ["start", "end"])
-@pytest.mark.parametrize("persist", [0, 2])
-def test_l2_next_requests_leave_the_result_unchanged(at, persist):
-    """``l2_next`` (each program requests its share of the next kernel's weights into L2) changes no output bit,
-    for one and two next weights, requests past the end of a weight clamped to it."""
-    if torch.cuda.get_device_capability() < (9, 0):
-        pytest.skip("cp.async.bulk.prefetch needs sm_90")
-    torch.manual_seed(0)
-    x = torch.randn(1, 1024, device="cuda", dtype=torch.bfloat16)
-    w0, w1 = (torch.randn(768, 1024, device="cuda", dtype=torch.bfloat16) for _ in range(2))
-    nxt = [torch.randn(2048, 1024, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
-    config = dict(BLOCK_N=4, BLOCK_K=1024 if persist else 256, PREFETCH=True, PERSIST=persist, num_warps=4)
-    plain = torch.empty(1, 768, device="cuda", dtype=torch.bfloat16)
-    gemv._launch(x, w0, w1, None, None, 1e-6, 0.0, True, None, True, plain, config=config)
-    for l2_next in (((nxt[0], 3 * 2**20),), ((nxt[0], 2**20), (nxt[1], 2**19))):
-        y = torch.empty_like(plain)
-        gemv._launch(x, w0, w1, None, None, 1e-6, 0.0, True, None, True, y, config=config, l2_next=l2_next,
-                     l2_at=at)
-        torch.cuda.synchronize()
-        assert torch.equal(y, plain)
