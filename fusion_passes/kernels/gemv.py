@@ -128,13 +128,15 @@ if triton is not None:
                 (32, 256, 8, 2), (32, 512, 8, 2), (64, 128, 4, 3), (64, 256, 8, 2), (128, 128, 8, 3),
             ]  # fmt: skip
         forms = (False, True) if prefetch and not dot else (False,)
-        configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": p, "ACC1D": False, "PERSIST": 0},
+        configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": p, "ACC1D": False, "PERSIST": 0,
+                                     "TWO_BUFFERS": False},
                                  num_warps=w, num_stages=s) for p in forms for n, k, w, s in shapes]
         if prefetch and not dot:
             # the prefetching loop reducing each tile as it goes: with one tile's registers per program, more
             # programs fit on an SM; with the norm prologue it reads within 1-8 % of a plain read of the same
             # weights on the H200 (logs/s12_run5/gemv_design_norm.json)
-            configs += [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": True, "ACC1D": True, "PERSIST": 0},
+            configs += [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": True, "ACC1D": True, "PERSIST": 0,
+                                      "TWO_BUFFERS": False},
                                       num_warps=w, num_stages=s)
                         for n, k, w, s in ((2, 1024, 4, 1), (4, 1024, 4, 1), (8, 1024, 4, 1), (4, 1024, 4, 2),
                                            (8, 1024, 4, 2), (2, 2048, 8, 2), (4, 2048, 8, 2))]
@@ -289,6 +291,27 @@ if triton is not None:
         tl.store(Y + rm[:, None] * stride_y + (col0 + rn)[None, :], y, mask=out_mask)
 
     @triton.jit
+    def _persist_block(w, u, xf, blk_id, rm, m_ok, pos, W0, W1, W2, N0, N1, N2, K, B0, B1, B2, R, COS, SIN, Y, C0,
+                       C1, C2, stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
+                       CONCAT_W: tl.constexpr, PAIR: tl.constexpr, TWO: tl.constexpr, SILU_MUL: tl.constexpr,
+                       GELU_TANH: tl.constexpr, HAS_RES: tl.constexpr, BIAS_MASK: tl.constexpr, ROPE: tl.constexpr,
+                       ROPE_DIM: tl.constexpr, CACHE_MASK: tl.constexpr, HEAD_DIM: tl.constexpr,
+                       BLOCK_N: tl.constexpr):
+        """The persistent form's one column block blk_id: the dot of its loaded rows w (and u) [BLOCK_N, BLOCK_K]
+        with the normalised row xf [1, BLOCK_K], then the epilogue's stores."""
+        w_ptr, blk, n_lim, col0, w_idx = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
+        rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL, BLOCK_N)
+        if TWO:  # one reduction of both rows' products: half the cross-warp exchanges and barriers
+            y, y_u = tl.split(tl.sum(tl.join(w.to(tl.float32) * xf, u.to(tl.float32) * xf), axis=1))
+            y, y_u = y[None, :], y_u[None, :]
+        else:
+            y = tl.sum(w.to(tl.float32) * xf, axis=1)[None, :]
+            y_u = y
+        _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2, stride_r,
+                  stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d, SILU_MUL, GELU_TANH,
+                  HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
+
+    @triton.jit
     def _gemv_kernel(
         X,  # [M, K] input, dtype T, row stride stride_x
         NW,  # [K] norm weight (None unless HAS_NORM)
@@ -344,6 +367,7 @@ if triton is not None:
         PREFETCH: tl.constexpr,  # M = 1 only: load the next K tile while reducing this one
         ACC1D: tl.constexpr,  # M = 1 only: reduce each tile into [BLOCK_N] (registers for one tile, not two)
         PERSIST: tl.constexpr,  # M = 1, BLOCK_K >= K only: programs per SM of the persistent form (0: tiled)
+        TWO_BUFFERS: tl.constexpr,  # PERSIST only: the loop takes two blocks a trip, in two register buffers
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
     ):
         T = X.dtype.element_ty
@@ -379,23 +403,30 @@ if triton is not None:
                 if NORM_OFFSET:
                     nw = nw + norm_offset
                 xf = (xf * nw[None, :]).to(T).to(tl.float32)
-            for blk_id in range(pid, n_blocks, step):
-                w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR,
-                                             ROPE, ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
-                w_ptr, blk, n_lim, col0, w_idx = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR,
-                                                               BLOCK_N)
-                rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL,
-                                                            BLOCK_N)
-                if TWO:  # one reduction of both rows' products: half the cross-warp exchanges and barriers
-                    y, y_u = tl.split(tl.sum(tl.join(w.to(tl.float32) * xf, u.to(tl.float32) * xf), axis=1))
-                    y, y_u = y[None, :], y_u[None, :]
-                else:
-                    y = tl.sum(w.to(tl.float32) * xf, axis=1)[None, :]
-                    y_u = y
-                _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
-                          stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
-                          SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
-                w, u = w_next, u_next
+            if TWO_BUFFERS:  # two blocks a trip, each in its own registers (see the module doc)
+                for blk_id in range(pid, n_blocks, 2 * step):
+                    w2, u2 = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR, ROPE, ROPE_DIM,
+                                         SILU_MUL, TWO, BLOCK_N, BLOCK_K)
+                    _persist_block(w, u, xf, blk_id, rm, m_ok, pos, W0, W1, W2, N0, N1, N2, K, B0, B1, B2, R, COS,
+                                   SIN, Y, C0, C1, C2, stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len,
+                                   sc_b, sc_h, sc_l, sc_d, CONCAT_W, PAIR, TWO, SILU_MUL, GELU_TANH, HAS_RES,
+                                   BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM, BLOCK_N)
+                    w, u = _load_block(W0, W1, W2, N0, N1, N2, blk_id + 2 * step, K, CONCAT_W, PAIR, ROPE, ROPE_DIM,
+                                       SILU_MUL, TWO, BLOCK_N, BLOCK_K)
+                    if blk_id + step < n_blocks:
+                        _persist_block(w2, u2, xf, blk_id + step, rm, m_ok, pos, W0, W1, W2, N0, N1, N2, K, B0, B1,
+                                       B2, R, COS, SIN, Y, C0, C1, C2, stride_r, stride_y, stride_cs, rope_weights,
+                                       seq_len, cache_len, sc_b, sc_h, sc_l, sc_d, CONCAT_W, PAIR, TWO, SILU_MUL,
+                                       GELU_TANH, HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM, BLOCK_N)
+            else:
+                for blk_id in range(pid, n_blocks, step):
+                    w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR, ROPE,
+                                                 ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
+                    _persist_block(w, u, xf, blk_id, rm, m_ok, pos, W0, W1, W2, N0, N1, N2, K, B0, B1, B2, R, COS,
+                                   SIN, Y, C0, C1, C2, stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len,
+                                   sc_b, sc_h, sc_l, sc_d, CONCAT_W, PAIR, TWO, SILU_MUL, GELU_TANH, HAS_RES,
+                                   BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM, BLOCK_N)
+                    w, u = w_next, u_next
         else:
             w_ptr, blk, n_lim, col0, w_idx = _weight_block(pid, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
             rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL, BLOCK_N)
@@ -658,7 +689,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         if PERSIST_INTERPRETED and meta["BLOCK_M"] == 1:
             config.update(BLOCK_N=4, BLOCK_K=triton.next_power_of_2(k), PERSIST=PERSIST_INTERPRETED)
     if config is not None:
-        config = {"ACC1D": False, "PERSIST": 0, **config}
+        config = {"ACC1D": False, "PERSIST": 0, "TWO_BUFFERS": False, **config}
         if config["PERSIST"] and (meta["BLOCK_M"] != 1 or config["BLOCK_K"] < k):
             raise ValueError(f"decode_gemv: the persistent form needs M = 1 and BLOCK_K >= K ({k}), got M = {m}, "
                              f"BLOCK_K = {config['BLOCK_K']}")
