@@ -129,14 +129,14 @@ if triton is not None:
             ]  # fmt: skip
         forms = (False, True) if prefetch and not dot else (False,)
         configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": p, "ACC1D": False, "PERSIST": 0,
-                                     "TWO_BUFFERS": False},
+                                     "EARLY_LOADS": False},
                                  num_warps=w, num_stages=s) for p in forms for n, k, w, s in shapes]
         if prefetch and not dot:
             # the prefetching loop reducing each tile as it goes: with one tile's registers per program, more
             # programs fit on an SM; with the norm prologue it reads within 1-8 % of a plain read of the same
             # weights on the H200 (logs/s12_run5/gemv_design_norm.json)
             configs += [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": True, "ACC1D": True, "PERSIST": 0,
-                                      "TWO_BUFFERS": False},
+                                      "EARLY_LOADS": False},
                                       num_warps=w, num_stages=s)
                         for n, k, w, s in ((2, 1024, 4, 1), (4, 1024, 4, 1), (8, 1024, 4, 1), (4, 1024, 4, 2),
                                            (8, 1024, 4, 2), (2, 2048, 8, 2), (4, 2048, 8, 2))]
@@ -367,7 +367,7 @@ if triton is not None:
         PREFETCH: tl.constexpr,  # M = 1 only: load the next K tile while reducing this one
         ACC1D: tl.constexpr,  # M = 1 only: reduce each tile into [BLOCK_N] (registers for one tile, not two)
         PERSIST: tl.constexpr,  # M = 1, BLOCK_K >= K only: programs per SM of the persistent form (0: tiled)
-        TWO_BUFFERS: tl.constexpr,  # PERSIST only: the loop takes two blocks a trip, in two register buffers
+        EARLY_LOADS: tl.constexpr,  # PERSIST only: the next block's rows requested before this block's dot
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
     ):
         T = X.dtype.element_ty
@@ -403,30 +403,17 @@ if triton is not None:
                 if NORM_OFFSET:
                     nw = nw + norm_offset
                 xf = (xf * nw[None, :]).to(T).to(tl.float32)
-            if TWO_BUFFERS:  # two blocks a trip, each in its own registers (see the module doc)
-                for blk_id in range(pid, n_blocks, 2 * step):
-                    w2, u2 = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR, ROPE, ROPE_DIM,
-                                         SILU_MUL, TWO, BLOCK_N, BLOCK_K)
+            for blk_id in range(pid, n_blocks, step):
+                w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR, ROPE, ROPE_DIM,
+                                             SILU_MUL, TWO, BLOCK_N, BLOCK_K)
+                # always true; with EARLY_LOADS a branch the compilers cannot fold away: ptxas sinks the loads above
+                # below this block's multiply-adds (to the reduction's barrier) but not across a branch
+                if blk_id < n_blocks + K * EARLY_LOADS:
                     _persist_block(w, u, xf, blk_id, rm, m_ok, pos, W0, W1, W2, N0, N1, N2, K, B0, B1, B2, R, COS,
                                    SIN, Y, C0, C1, C2, stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len,
                                    sc_b, sc_h, sc_l, sc_d, CONCAT_W, PAIR, TWO, SILU_MUL, GELU_TANH, HAS_RES,
                                    BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM, BLOCK_N)
-                    w, u = _load_block(W0, W1, W2, N0, N1, N2, blk_id + 2 * step, K, CONCAT_W, PAIR, ROPE, ROPE_DIM,
-                                       SILU_MUL, TWO, BLOCK_N, BLOCK_K)
-                    if blk_id + step < n_blocks:
-                        _persist_block(w2, u2, xf, blk_id + step, rm, m_ok, pos, W0, W1, W2, N0, N1, N2, K, B0, B1,
-                                       B2, R, COS, SIN, Y, C0, C1, C2, stride_r, stride_y, stride_cs, rope_weights,
-                                       seq_len, cache_len, sc_b, sc_h, sc_l, sc_d, CONCAT_W, PAIR, TWO, SILU_MUL,
-                                       GELU_TANH, HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM, BLOCK_N)
-            else:
-                for blk_id in range(pid, n_blocks, step):
-                    w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR, ROPE,
-                                                 ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
-                    _persist_block(w, u, xf, blk_id, rm, m_ok, pos, W0, W1, W2, N0, N1, N2, K, B0, B1, B2, R, COS,
-                                   SIN, Y, C0, C1, C2, stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len,
-                                   sc_b, sc_h, sc_l, sc_d, CONCAT_W, PAIR, TWO, SILU_MUL, GELU_TANH, HAS_RES,
-                                   BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM, BLOCK_N)
-                    w, u = w_next, u_next
+                w, u = w_next, u_next
         else:
             w_ptr, blk, n_lim, col0, w_idx = _weight_block(pid, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
             rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL, BLOCK_N)
@@ -689,7 +676,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         if PERSIST_INTERPRETED and meta["BLOCK_M"] == 1:
             config.update(BLOCK_N=4, BLOCK_K=triton.next_power_of_2(k), PERSIST=PERSIST_INTERPRETED)
     if config is not None:
-        config = {"ACC1D": False, "PERSIST": 0, "TWO_BUFFERS": False, **config}
+        config = {"ACC1D": False, "PERSIST": 0, "EARLY_LOADS": False, **config}
         if config["PERSIST"] and (meta["BLOCK_M"] != 1 or config["BLOCK_K"] < k):
             raise ValueError(f"decode_gemv: the persistent form needs M = 1 and BLOCK_K >= K ({k}), got M = {m}, "
                              f"BLOCK_K = {config['BLOCK_K']}")

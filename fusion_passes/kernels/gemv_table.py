@@ -30,8 +30,8 @@ POLICY_ENV = "FUSION_PASSES_GEMV_TABLE"
 POLICIES = ("on", "tiled", "off")
 NORM_POLICY_ENV = "FUSION_PASSES_GEMV_NORM"
 NORM_POLICIES = ("exact", "late")
-BUFFERS_POLICY_ENV = "FUSION_PASSES_GEMV_BUFFERS"
-BUFFERS_POLICIES = ("one", "two")
+LOADS_POLICY_ENV = "FUSION_PASSES_GEMV_LOADS"
+LOADS_POLICIES = ("sunk", "early")
 
 # (device name, form, K, N0, N1, N2) -> (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages[, ACC1D[, PERSIST]]).
 # form: "rope" (norm + q/k/v, q and k rotated), "kv" (the same + k/v cache stores), "res" (+ residual),
@@ -119,10 +119,10 @@ def norm_policy() -> str:
     return env_policy(NORM_POLICY_ENV, NORM_POLICIES)
 
 
-def buffers_policy() -> str:
+def loads_policy() -> str:
     from ..patterns import env_policy
 
-    return env_policy(BUFFERS_POLICY_ENV, BUFFERS_POLICIES)
+    return env_policy(LOADS_POLICY_ENV, LOADS_POLICIES)
 
 
 def form(meta: dict) -> str:
@@ -137,11 +137,11 @@ def form(meta: dict) -> str:
 
 
 def as_config(entry: tuple) -> dict:
-    """A table entry as the kernel's config: BLOCK_N, BLOCK_K, PREFETCH, ACC1D, PERSIST, TWO_BUFFERS, num_warps,
+    """A table entry as the kernel's config: BLOCK_N, BLOCK_K, PREFETCH, ACC1D, PERSIST, EARLY_LOADS, num_warps,
     num_stages."""
     n, bk, prefetch, warps, stages, *rest = entry
-    acc1d, persist, two = (list(rest) + [False, 0, False][len(rest):])[:3]
-    return dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=prefetch, ACC1D=bool(acc1d), PERSIST=persist, TWO_BUFFERS=bool(two),
+    acc1d, persist, early = (list(rest) + [False, 0, False][len(rest):])[:3]
+    return dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=prefetch, ACC1D=bool(acc1d), PERSIST=persist, EARLY_LOADS=bool(early),
                 num_warps=warps, num_stages=stages)
 
 
@@ -156,6 +156,6 @@ def lookup(device_name: str, meta: dict, k: int, n0: int, n1: int, n2: int) -> O
     if policy() == "off":
         return None
     if policy() == "on" and key in PERSISTENT:
-        return PERSISTENT[key] + ((True,) if buffers_policy() == "two" else ())
+        return PERSISTENT[key] + ((True,) if loads_policy() == "early" else ())
     return TABLE.get(key)
 
