@@ -17,9 +17,7 @@ its own weights and the layers run in order, so the chain streams every byte of 
 CUDA graph: ``cublas`` (the GEMMs alone, ``x @ W.T`` per weight, nothing fused: a lower bound for the unfused
 path), ``ours`` (decode_gemv as shipped: ``gemv_table``'s measured configs for the shapes it lists, the autotuner
 for the rest), ``ours-noprefetch`` (autotuned, its M = 1 loop without the next-tile prefetch), ``ours-late``
-(as ``ours``, with ``FUSION_PASSES_GEMV_NORM=late``: the norms' 1/rms applied after the dot), ``ours-earlyloads``
-(as ``ours``, with ``FUSION_PASSES_GEMV_LOADS=early``: the persistent loop's next-block loads kept before the block's
-multiply-adds) and ``read`` (each
+(as ``ours``, with ``FUSION_PASSES_GEMV_NORM=late``: the norms' 1/rms applied after the dot) and ``read`` (each
 GEMV replaced by a kernel that only reads the same weights: the floor for kernels of these sizes, launch and ramp-up
 included). (Session 20 measured ``ours-early``, the persistent residual GEMVs requesting each block's residual with
 its rows, and dropped it: 1B down 9.64-9.74 vs 9.55-9.63 us, 8B o 9.62-9.69 vs 9.62-9.63; ``logs/s20_run2``.)
@@ -222,7 +220,7 @@ def main(argv=None) -> int:
     p.add_argument("--models", nargs="+", default=["llama-1b", "llama-8b"])
     p.add_argument("--rows", nargs="+", type=int, default=[1])
     p.add_argument("--variants", nargs="+", default=["cublas", "ours"],
-                   choices=["cublas", "ours", "ours-noprefetch", "ours-late", "ours-earlyloads", "read"])
+                   choices=["cublas", "ours", "ours-noprefetch", "ours-late", "read"])
     p.add_argument("--qkv-form", choices=QKV_FORMS, default="kv",
                    help="ours' q/k/v GEMV: plain, + RoPE, or + RoPE and the KV-cache stores (the shipped step's; "
                         "at more than one row the chain runs rope)")
@@ -248,8 +246,7 @@ def main(argv=None) -> int:
                 prefetch = False if variant == "ours-noprefetch" else None  # None: the shipped choice
                 chains = dict(cublas=cublas_chain, read=read_chain)
                 run = chains[variant](ws, x) if variant in chains else ours_chain(ws, x, prefetch, qkv_form)
-                policies = {"ours-late": {gemv_table.NORM_POLICY_ENV: "late"},
-                            "ours-earlyloads": {gemv_table.LOADS_POLICY_ENV: "early"}}.get(variant, {})
+                policies = {"ours-late": {gemv_table.NORM_POLICY_ENV: "late"}}.get(variant, {})
                 with env_set(policies):  # read at every launch: the warm-up and the capture
                     ms, replay = graph_ms(run, args.device)
                 rec = dict(model=model, rows=m, variant=variant,

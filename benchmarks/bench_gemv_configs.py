@@ -61,14 +61,12 @@ MAX_ERROR = {torch.bfloat16: 0.0625, torch.float16: 0.01, torch.float32: 1e-3}
 PER_SM = (2, 3, 4, 6, 8)  # the persistent form's programs per SM, as swept by default
 
 
-def persistent_configs(k: int, per_sm=PER_SM, block_n=(1, 2, 4), warps=(4, 8, 16), early=(False,)) -> list[dict]:
+def persistent_configs(k: int, per_sm=PER_SM, block_n=(1, 2, 4), warps=(4, 8, 16)) -> list[dict]:
     """The persistent form's configs for rows of K: the whole row in one tile, ``block_n`` columns a block,
-    ``per_sm`` programs per SM; at least 8 elements of a tile per thread; ``early``: the loop's EARLY_LOADS."""
+    ``per_sm`` programs per SM; at least 8 elements of a tile per thread."""
     bk = triton_next_pow2(k)
-    return [dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=True, ACC1D=True, PERSIST=p, EARLY_LOADS=e, num_warps=w,
-                 num_stages=1)
-            for n in block_n for w in warps for p in per_sm for e in early
-            if n * bk <= 16384 and 256 * w <= n * bk]
+    return [dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=True, ACC1D=True, PERSIST=p, num_warps=w, num_stages=1)
+            for n in block_n for w in warps for p in per_sm if n * bk <= 16384 and 256 * w <= n * bk]
 
 
 def triton_next_pow2(k: int) -> int:
@@ -93,9 +91,9 @@ def table_entry(name: str, cfg: dict) -> list[dict]:
 
 
 def config_name(c: dict) -> str:
-    return "N{BLOCK_N} K{BLOCK_K} w{num_warps} s{num_stages}{p}{a}{r}{b}".format(
+    return "N{BLOCK_N} K{BLOCK_K} w{num_warps} s{num_stages}{p}{a}{r}".format(
         **c, p=" prefetch" * c["PREFETCH"], a=" acc1d" * c.get("ACC1D", False),
-        r=f" persist{c['PERSIST']}" if c.get("PERSIST") else "", b=" early" * c.get("EARLY_LOADS", False))
+        r=f" persist{c['PERSIST']}" if c.get("PERSIST") else "")
 
 
 def linear_calls(name: str, cfg: dict, device, dtype, copies: int | None = None):
@@ -158,8 +156,6 @@ def main(argv=None) -> int:
                    help="with --persistent-only: the columns per block to try")
     p.add_argument("--warps", nargs="+", type=int, default=[4, 8, 16],
                    help="with --persistent-only: the warps per program to try")
-    p.add_argument("--early-loads", action="store_true",
-                   help="with --persistent-only: each config also with the loop's next-block loads kept early")
     p.add_argument("--shard", default="0/1", help="i/n: this process takes every n-th config from the i-th")
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--out", default=None)
@@ -182,9 +178,7 @@ def main(argv=None) -> int:
             configs = [c for c in sweep_configs() if c.get("ACC1D")][i::n] + table_entry(name, cfg)
         if args.persistent_only:
             k = linear_shape(name, cfg)[1]
-            early = (False, True) if args.early_loads else (False,)
-            configs = (persistent_configs(k, args.per_sm, args.block_n, args.warps, early)[i::n]
-                       + table_entry(name, cfg)) \
+            configs = (persistent_configs(k, args.per_sm, args.block_n, args.warps)[i::n] + table_entry(name, cfg)) \
                 if device == "cuda" else [
                 dict(BLOCK_N=2, BLOCK_K=triton_next_pow2(k), PREFETCH=True, ACC1D=True, PERSIST=2, num_warps=4,
                      num_stages=1)]

@@ -55,9 +55,9 @@
 #                                           decode GEMVs and of a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh l2next    # (session 33, commit 3df03d5) each chain GEMV requesting the next one's weights
 #                                        # into L2 by TMA bulk prefetch vs as shipped
-#   bash benchmarks/run_gpu.sh earlyloads  # (session 34) the persistent loop's loads kept ahead of its dot: its tests on
-#                                          # CUDA, the chain vs shipped, the decode_gemv GPU tests with it
-#   bash benchmarks/run_gpu.sh earlyloads_configs  # (session 34) its persistent configs vs the shipped loop's
+#   bash benchmarks/run_gpu.sh earlyloads  # (session 34, commit 188a3a8) the persistent loop's loads kept ahead of its
+#                                          # dot: its tests on CUDA, the chain vs shipped, the decode_gemv GPU tests
+#   bash benchmarks/run_gpu.sh earlyloads_configs  # (session 34, commit 188a3a8) its persistent configs vs shipped
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -490,9 +490,9 @@ case "${1:-}" in
         --l2-mb "$2" "$3" "$4" --repeat 2 --out "$OUT/gemv_chain_l2next_$1.json" 2>&1 | grep -v Warn \
         | grep -E "^llama" | cut -c1-330
     done ;;
-  earlyloads)  # (session 34) FUSION_PASSES_GEMV_LOADS=early: the persistent loop's next-block loads kept ahead of the
-               # block's multiply-adds by an always-true branch. Its kernel tests on CUDA, then the chain in both
-               # orders, then the decode_gemv GPU tests with it
+  earlyloads)  # (session 34; needs commit 188a3a8's kernel and benchmarks, since removed) FUSION_PASSES_GEMV_LOADS=early:
+               # the persistent loop's next-block loads kept ahead of the block's multiply-adds by an always-true
+               # branch. Its kernel tests on CUDA, then the chain in both orders, then the decode_gemv GPU tests
     timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_gemv_kernel.py -k "early_loads or persistent" \
       2>&1 | tee "$OUT/kernel_tests.log" | tail -3
     for order in "ours ours-earlyloads read" "ours-earlyloads ours read"; do
@@ -501,8 +501,8 @@ case "${1:-}" in
     done
     FUSION_PASSES_GEMV_LOADS=early timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider \
       tests/patterns/test_decode_gemv.py 2>&1 | tee "$OUT/gpu_tests_decode_gemv_early.log" | tail -3 ;;
-  earlyloads_configs)  # (session 34) the persistent configs of the 8B q/k/v (cache-writing) and o and the 1B down,
-                       # each with and without FUSION_PASSES_GEMV_LOADS=early's loop
+  earlyloads_configs)  # (session 34; needs commit 188a3a8) the persistent configs of the 8B q/k/v (cache-writing) and
+                       # o and the 1B down, each with and without FUSION_PASSES_GEMV_LOADS=early's loop
     sweep_configs earlyloads_MODEL new llama-8b 120 8 --linears qkv_kv o --persistent-only --early-loads \
       --per-sm 2 3 4 --block-n 1 2 --warps 4 8
     sweep_configs earlyloads_MODEL new llama-1b 100 4 --linears down --persistent-only --early-loads --per-sm 2 3 4 \

@@ -600,3 +600,31 @@ def test_ncu_gemv_probe_tiny_cpu_and_its_summary_per_linear(tmp_path, capsys):
     # a report with a launch missing is refused for that variant, not mislabelled
     short = _ncu_csv(tmp_path / "s.csv", header, rows[2:])
     assert [r["variant"] for r in ncu_gemv.summarize(ncu_gemv.read_details(short), 2)] == ["read"] * 5
+
+
+def test_sass_loop_probe_reads_the_hot_loop():
+    """probe_sass_loop's reading of cuobjdump's SASS: the last backward branch's body, its weight loads, first and
+    last multiply-add and barriers, by position in the body."""
+    import probe_sass_loop
+
+    lines = ["MOV R1, c[0x0][0x28]", "LDG.E.EF.128 R4, desc[UR4][R2.64]", "FFMA R8, R4, R5, R8",  # before the loop
+             "FFMA R9, R4, R6, R9", "LDG.E.EF.128 R4, desc[UR4][R2.64]", "BAR.SYNC.DEFER_BLOCKING 0x0",
+             "FFMA R10, R4, R7, R10", "@!P0 BRA 0x0020", "EXIT", "BRA 0x0090"]
+    text = "\n".join(f"        /*{16 * i:04x}*/                   {ins} ;  /* 0x0 */" for i, ins in enumerate(lines))
+    assert probe_sass_loop.hot_loop(text) == dict(instructions=6, weight_loads=[2], ffma=(0, 4), barriers=[3])
+
+
+def test_sass_loop_probe_compiles_a_table_entry():
+    """One gemv_table.PERSISTENT entry compiled for sm_90 on this CPU (skipped where triton has no ptxas): the
+    loop has its weight loads and multiply-adds, and the printed line names the entry."""
+    import probe_sass_loop
+
+    from fusion_passes.kernels import gemv, gemv_table
+
+    if not gemv.HAS_TRITON or gemv.INTERPRETED:
+        pytest.skip("needs triton's compiler (not the interpreter)")
+    pytest.importorskip("triton.backends.compiler")
+    key = next(k for k in gemv_table.PERSISTENT if k[1] == "res")
+    text, regs, stack = probe_sass_loop.sass(key, {})
+    loop = probe_sass_loop.hot_loop(text)
+    assert loop["weight_loads"] and loop["ffma"] and 0 < regs <= 255 and stack == 0

@@ -74,7 +74,10 @@ in flight. Loading each block's own rows and letting Triton's pipeliner stage th
 7.13 us, 8B 15.09 -> 15.94; the whole chain 1B 0.713 -> 0.764 ms, 8B 3.75 -> 3.88) and was removed. Session 33
 had each program request the next GEMV's weights into L2 with sm_90's bulk prefetch (``cp.async.bulk.prefetch.L2``,
 one instruction per 16 KB), at its start or its end: the chain was slower at every size (1B 0.70-0.77 ->
-0.75-0.85 ms, 8B 3.64-3.73 -> 3.87-4.39; ``logs/s33_run1``) and it was removed.
+0.75-0.85 ms, 8B 3.64-3.73 -> 3.87-4.39; ``logs/s33_run1``) and it was removed. Session 34 kept every next-block
+load ahead of the multiply-adds (each block's dot and epilogue under an always-true branch that ptxas does not
+sink loads across): no faster where it fit the register cap (8B q/k/v 15.06 -> 15.17 us in the chain, 8B o 9.76 ->
+9.71), and gate/up and the 1B down spilled under it (``logs/s34_run1``, ``s34_run2``); it was removed.
 
 Tile sizes are autotuned per shape.
 
@@ -128,15 +131,13 @@ if triton is not None:
                 (32, 256, 8, 2), (32, 512, 8, 2), (64, 128, 4, 3), (64, 256, 8, 2), (128, 128, 8, 3),
             ]  # fmt: skip
         forms = (False, True) if prefetch and not dot else (False,)
-        configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": p, "ACC1D": False, "PERSIST": 0,
-                                     "EARLY_LOADS": False},
+        configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": p, "ACC1D": False, "PERSIST": 0},
                                  num_warps=w, num_stages=s) for p in forms for n, k, w, s in shapes]
         if prefetch and not dot:
             # the prefetching loop reducing each tile as it goes: with one tile's registers per program, more
             # programs fit on an SM; with the norm prologue it reads within 1-8 % of a plain read of the same
             # weights on the H200 (logs/s12_run5/gemv_design_norm.json)
-            configs += [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": True, "ACC1D": True, "PERSIST": 0,
-                                      "EARLY_LOADS": False},
+            configs += [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": True, "ACC1D": True, "PERSIST": 0},
                                       num_warps=w, num_stages=s)
                         for n, k, w, s in ((2, 1024, 4, 1), (4, 1024, 4, 1), (8, 1024, 4, 1), (4, 1024, 4, 2),
                                            (8, 1024, 4, 2), (2, 2048, 8, 2), (4, 2048, 8, 2))]
@@ -291,27 +292,6 @@ if triton is not None:
         tl.store(Y + rm[:, None] * stride_y + (col0 + rn)[None, :], y, mask=out_mask)
 
     @triton.jit
-    def _persist_block(w, u, xf, blk_id, rm, m_ok, pos, W0, W1, W2, N0, N1, N2, K, B0, B1, B2, R, COS, SIN, Y, C0,
-                       C1, C2, stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
-                       CONCAT_W: tl.constexpr, PAIR: tl.constexpr, TWO: tl.constexpr, SILU_MUL: tl.constexpr,
-                       GELU_TANH: tl.constexpr, HAS_RES: tl.constexpr, BIAS_MASK: tl.constexpr, ROPE: tl.constexpr,
-                       ROPE_DIM: tl.constexpr, CACHE_MASK: tl.constexpr, HEAD_DIM: tl.constexpr,
-                       BLOCK_N: tl.constexpr):
-        """The persistent form's one column block blk_id: the dot of its loaded rows w (and u) [BLOCK_N, BLOCK_K]
-        with the normalised row xf [1, BLOCK_K], then the epilogue's stores."""
-        w_ptr, blk, n_lim, col0, w_idx = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
-        rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL, BLOCK_N)
-        if TWO:  # one reduction of both rows' products: half the cross-warp exchanges and barriers
-            y, y_u = tl.split(tl.sum(tl.join(w.to(tl.float32) * xf, u.to(tl.float32) * xf), axis=1))
-            y, y_u = y[None, :], y_u[None, :]
-        else:
-            y = tl.sum(w.to(tl.float32) * xf, axis=1)[None, :]
-            y_u = y
-        _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2, stride_r,
-                  stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d, SILU_MUL, GELU_TANH,
-                  HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
-
-    @triton.jit
     def _gemv_kernel(
         X,  # [M, K] input, dtype T, row stride stride_x
         NW,  # [K] norm weight (None unless HAS_NORM)
@@ -367,7 +347,6 @@ if triton is not None:
         PREFETCH: tl.constexpr,  # M = 1 only: load the next K tile while reducing this one
         ACC1D: tl.constexpr,  # M = 1 only: reduce each tile into [BLOCK_N] (registers for one tile, not two)
         PERSIST: tl.constexpr,  # M = 1, BLOCK_K >= K only: programs per SM of the persistent form (0: tiled)
-        EARLY_LOADS: tl.constexpr,  # PERSIST only: the next block's rows requested before this block's dot
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
     ):
         T = X.dtype.element_ty
@@ -404,15 +383,21 @@ if triton is not None:
                     nw = nw + norm_offset
                 xf = (xf * nw[None, :]).to(T).to(tl.float32)
             for blk_id in range(pid, n_blocks, step):
-                w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR, ROPE, ROPE_DIM,
-                                             SILU_MUL, TWO, BLOCK_N, BLOCK_K)
-                # always true; with EARLY_LOADS a branch the compilers cannot fold away: ptxas sinks the loads above
-                # below this block's multiply-adds (to the reduction's barrier) but not across a branch
-                if blk_id < n_blocks + K * EARLY_LOADS:
-                    _persist_block(w, u, xf, blk_id, rm, m_ok, pos, W0, W1, W2, N0, N1, N2, K, B0, B1, B2, R, COS,
-                                   SIN, Y, C0, C1, C2, stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len,
-                                   sc_b, sc_h, sc_l, sc_d, CONCAT_W, PAIR, TWO, SILU_MUL, GELU_TANH, HAS_RES,
-                                   BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM, BLOCK_N)
+                w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR,
+                                             ROPE, ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
+                w_ptr, blk, n_lim, col0, w_idx = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR,
+                                                               BLOCK_N)
+                rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL,
+                                                            BLOCK_N)
+                if TWO:  # one reduction of both rows' products: half the cross-warp exchanges and barriers
+                    y, y_u = tl.split(tl.sum(tl.join(w.to(tl.float32) * xf, u.to(tl.float32) * xf), axis=1))
+                    y, y_u = y[None, :], y_u[None, :]
+                else:
+                    y = tl.sum(w.to(tl.float32) * xf, axis=1)[None, :]
+                    y_u = y
+                _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
+                          stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
+                          SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
                 w, u = w_next, u_next
         else:
             w_ptr, blk, n_lim, col0, w_idx = _weight_block(pid, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
@@ -676,7 +661,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         if PERSIST_INTERPRETED and meta["BLOCK_M"] == 1:
             config.update(BLOCK_N=4, BLOCK_K=triton.next_power_of_2(k), PERSIST=PERSIST_INTERPRETED)
     if config is not None:
-        config = {"ACC1D": False, "PERSIST": 0, "EARLY_LOADS": False, **config}
+        config = {"ACC1D": False, "PERSIST": 0, **config}
         if config["PERSIST"] and (meta["BLOCK_M"] != 1 or config["BLOCK_K"] < k):
             raise ValueError(f"decode_gemv: the persistent form needs M = 1 and BLOCK_K >= K ({k}), got M = {m}, "
                              f"BLOCK_K = {config['BLOCK_K']}")

@@ -30,8 +30,6 @@ POLICY_ENV = "FUSION_PASSES_GEMV_TABLE"
 POLICIES = ("on", "tiled", "off")
 NORM_POLICY_ENV = "FUSION_PASSES_GEMV_NORM"
 NORM_POLICIES = ("exact", "late")
-LOADS_POLICY_ENV = "FUSION_PASSES_GEMV_LOADS"
-LOADS_POLICIES = ("sunk", "early")
 
 # (device name, form, K, N0, N1, N2) -> (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages[, ACC1D[, PERSIST]]).
 # form: "rope" (norm + q/k/v, q and k rotated), "kv" (the same + k/v cache stores), "res" (+ residual),
@@ -119,12 +117,6 @@ def norm_policy() -> str:
     return env_policy(NORM_POLICY_ENV, NORM_POLICIES)
 
 
-def loads_policy() -> str:
-    from ..patterns import env_policy
-
-    return env_policy(LOADS_POLICY_ENV, LOADS_POLICIES)
-
-
 def form(meta: dict) -> str:
     """The table's form name for a launch's constexpr flags."""
     if meta["CACHE_MASK"]:
@@ -137,12 +129,11 @@ def form(meta: dict) -> str:
 
 
 def as_config(entry: tuple) -> dict:
-    """A table entry as the kernel's config: BLOCK_N, BLOCK_K, PREFETCH, ACC1D, PERSIST, EARLY_LOADS, num_warps,
-    num_stages."""
+    """A table entry as the kernel's config: BLOCK_N, BLOCK_K, PREFETCH, ACC1D, PERSIST, num_warps, num_stages."""
     n, bk, prefetch, warps, stages, *rest = entry
-    acc1d, persist, early = (list(rest) + [False, 0, False][len(rest):])[:3]
-    return dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=prefetch, ACC1D=bool(acc1d), PERSIST=persist, EARLY_LOADS=bool(early),
-                num_warps=warps, num_stages=stages)
+    acc1d, persist = (list(rest) + [False, 0][len(rest):])[:2]
+    return dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=prefetch, ACC1D=bool(acc1d), PERSIST=persist, num_warps=warps,
+                num_stages=stages)
 
 
 def beats_cublas(device_name: str, form: str, k: int, n0: int, n1: int, n2: int) -> bool:
@@ -155,7 +146,5 @@ def lookup(device_name: str, meta: dict, k: int, n0: int, n1: int, n2: int) -> O
     key = (device_name, form(meta), k, n0, n1, n2)
     if policy() == "off":
         return None
-    if policy() == "on" and key in PERSISTENT:
-        return PERSISTENT[key] + ((True,) if loads_policy() == "early" else ())
-    return TABLE.get(key)
+    return PERSISTENT.get(key) if policy() == "on" and key in PERSISTENT else TABLE.get(key)
 
