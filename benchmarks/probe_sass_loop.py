@@ -16,33 +16,19 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from fusion_passes.kernels import gemv, gemv_table  # noqa: E402
+from fusion_passes.kernels import gemv_table  # noqa: E402
 from tests.kernels import test_compile_for_hopper as hopper  # noqa: E402
 
 
 def sass(key: tuple, changes: dict) -> tuple[str, int, int]:
     """sm_90 SASS of a PERSISTENT entry's launch (``changes`` applied before the register cap), its registers and
     stack bytes per thread."""
-    import triton
-
-    _, form, k, *widths = key
-    config = gemv._with_register_cap({**gemv_table.as_config(gemv_table.PERSISTENT[key]), **changes})
-    options = {n: config.pop(n) for n in ("num_warps", "num_stages", "maxnreg")}
-    types, flags, aligned = hopper.table_launch(form, k, tuple(w for w in widths if w), head_dim=64 if k == 2048
-                                                else 128)
-    asm = hopper.compile_for_hopper(gemv._gemv_kernel, types, {**flags, **config}, aligned=aligned, **options)
-    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(asm["cubin"])
-        f.flush()
-        text = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True, check=True).stdout
-    return text, *hopper.registers_per_thread(asm["cubin"])
+    asm, _, _ = hopper.compile_persistent_entry(key, changes)
+    return hopper.cuobjdump(asm["cubin"], "-sass"), *hopper.registers_per_thread(asm["cubin"])
 
 
 def hot_loop(text: str) -> dict:

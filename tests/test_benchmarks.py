@@ -616,7 +616,7 @@ def test_sass_loop_probe_reads_the_hot_loop():
 
 def test_sass_loop_probe_compiles_a_table_entry():
     """One gemv_table.PERSISTENT entry compiled for sm_90 on this CPU (skipped where triton has no ptxas): the
-    loop has its weight loads and multiply-adds, and the printed line names the entry."""
+    loop has its weight loads and multiply-adds, and the entry compiles without spilling."""
     import probe_sass_loop
 
     from fusion_passes.kernels import gemv, gemv_table

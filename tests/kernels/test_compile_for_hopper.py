@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import tempfile
+from typing import Optional
 
 import pytest
 
@@ -122,17 +123,22 @@ def test_decode_gemv_compiles(mode, block_m, prefetch, acc1d, norm_late):
         assert len(weight_loads) == 2 * len(re.findall(r"ld\.global\.L1::evict_first\S*", plain["ptx"]))
 
 
-def registers_per_thread(cubin: bytes) -> tuple[int, int]:
-    """The kernel's registers and stack bytes per thread (spills go to the stack), as ``cuobjdump
-    --dump-resource-usage`` (bundled with triton) reads the cubin; skips where the triton build has no cuobjdump."""
+def cuobjdump(cubin: bytes, option: str) -> str:
+    """What ``cuobjdump <option>`` (bundled with triton) prints for the cubin; skips where the triton build has no
+    cuobjdump."""
     tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
     if not os.path.exists(tool):
         pytest.skip("no cuobjdump in this triton build")
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        out = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
-    found = re.search(r"REG:(\d+) STACK:(\d+)", out)
+        return subprocess.run([tool, option, f.name], capture_output=True, text=True).stdout
+
+
+def registers_per_thread(cubin: bytes) -> tuple[int, int]:
+    """The kernel's registers and stack bytes per thread (spills go to the stack), as ``cuobjdump
+    --dump-resource-usage`` reads the cubin."""
+    found = re.search(r"REG:(\d+) STACK:(\d+)", cuobjdump(cubin, "--dump-resource-usage"))
     return int(found.group(1)), int(found.group(2))
 
 
@@ -158,6 +164,17 @@ def table_launch(form: str, k: int, widths: tuple, head_dim: int) -> tuple[dict,
     return types, flags, aligned
 
 
+def compile_persistent_entry(key: tuple, changes: Optional[dict] = None) -> tuple[dict, dict, dict]:
+    """A ``gemv_table.PERSISTENT`` entry compiled for sm_90 as its launch runs it (``changes`` to the config applied
+    before the register cap): (asm, the kernel's config, the compiler options)."""
+    _, form, k, *widths = key
+    config = gemv._with_register_cap({**gemv_table.as_config(gemv_table.PERSISTENT[key]), **(changes or {})})
+    options = {name: config.pop(name) for name in ("num_warps", "num_stages", "maxnreg")}
+    types, flags, aligned = table_launch(form, k, tuple(w for w in widths if w), head_dim=64 if k == 2048 else 128)
+    asm = compile_for_hopper(gemv._gemv_kernel, types, {**flags, **config}, aligned=aligned, **options)
+    return asm, config, options
+
+
 @pytest.mark.parametrize("key", sorted(gemv_table.PERSISTENT, key=str), ids=lambda key: "-".join(map(str, key[1:])))
 def test_persistent_table_entries_fit_their_programs_on_one_sm(key):
     """A persistent config launches PERSIST programs per SM, each taking every P-th column block. If their registers
@@ -166,12 +183,7 @@ def test_persistent_table_entries_fit_their_programs_on_one_sm(key):
     per warp in units of 8 registers per thread. Registers differ between Triton versions (triton 3.8 put the 1B
     down at 86, one past the fit), so the launch caps them (``gemv._with_register_cap``); compiled as launched, each
     entry must fit, and without spilling."""
-    _, form, k, *widths = key
-    widths = tuple(w for w in widths if w)
-    config = gemv._with_register_cap(gemv_table.as_config(gemv_table.PERSISTENT[key]))  # as launched
-    options = {name: config.pop(name) for name in ("num_warps", "num_stages", "maxnreg")}
-    types, flags, aligned = table_launch(form, k, widths, head_dim=64 if k == 2048 else 128)
-    asm = compile_for_hopper(gemv._gemv_kernel, types, {**flags, **config}, aligned=aligned, **options)
+    asm, config, options = compile_persistent_entry(key)
     regs, stack = registers_per_thread(asm["cubin"])
     per_sm, warps = config["PERSIST"], options["num_warps"]
     assert per_sm * warps * 32 * -(-regs // 8) * 8 <= gemv.REGISTERS_PER_SM, (regs, per_sm, warps)
