@@ -48,6 +48,7 @@
 #                                          # packed) vs ours with them unpacked, in alternating rounds
 #   bash benchmarks/run_gpu.sh s31_verify  # (session 31) the graphed step after another compile packs its weights (GPU
 #                                          # test), then packdecode_paired's 1B half (the run that crashed before the fix)
+#   bash benchmarks/run_gpu.sh headline  # (session 35) 1B and 8B decode: eager, stock, ours; the chain per linear
 #   bash benchmarks/run_gpu.sh s28_steps # the final kernel's graphed decode steps, 1B and 8B: stock vs ours
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
@@ -400,6 +401,16 @@ case "${1:-}" in
     PYTHONPATH=. timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_static_cudagraphs.py \
       tests/patterns/test_qkv_packing.py 2>&1 | grep -E "passed|failed|Error|^E " | tail -15
     packdecode_pair llama-1b 280 8 4 16 ;;
+  headline)  # (session 35) the shipped code side by side in one call: 1B and 8B decode steps (the uncompiled model,
+             # stock with CUDA graphs, ours with the graphed step; eager attention), then the chain per linear
+    timeout 190 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
+      --variants eager stock+cudagraphs fusion_passes+graphstep --budget-s 150 \
+      --out "$OUT/e2e_decode_s35_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -6
+    timeout 250 python3 benchmarks/bench_e2e.py --model llama-8b --attn eager --workloads decode-1024 \
+      --variants eager stock+cudagraphs fusion_passes+graphstep --budget-s 200 \
+      --out "$OUT/e2e_decode_s35_llama-8b_eager.json" 2>&1 | grep -v Warning | tail -6
+    timeout 120 python3 benchmarks/bench_gemv_chain.py --rows 1 --variants cublas ours read \
+      --out "$OUT/gemv_chain_s35.json" 2>&1 | grep -v Warn | tail -16 ;;
   s28_steps)  # (session 28) the final kernel's graphed decode steps, 1B then 8B: stock vs ours, eager attention
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \
