@@ -68,9 +68,16 @@ training; mixed q/k/v dtypes or devices; a mask in another dtype than q; a where
 -inf / the dtype's minimum; shapes/dtypes for which SDPA has no fused kernel here (its math fallback would
 only redo bmm/softmax/bmm).
 
-Exactness: the scale is applied where SDPA applies it; a where-mask ``where(c, s, fill)`` becomes the
-additive mask ``where(c, 0, fill)`` (``s + fill == fill`` in fp32/bf16 for any real score, so even rows with
-every key masked give eager's uniform weights; in fp16 only such fully-masked rows can differ).
+Exactness: the scale is applied where SDPA applies it, a constant as its dtype holds it (``full((), 0.1,
+dtype=bf16)`` is 0.10009765625); a where-mask ``where(c, s, fill)`` becomes the additive mask ``where(c, 0,
+fill)`` (``s + fill == fill`` in fp32/bf16 for any real score, so even rows with every key masked give eager's
+uniform weights; in fp16 only such fully-masked rows can differ). Mask terms combine in the graph's order (a
+where-mask replaces what the terms before it added, as eager's overwrite does; two fills of the dtype's minimum
+do not sum to -inf). A fill is taken as the scores' dtype stores it (bf16 holds ``finfo(float32).min`` as -inf).
+Where a kept mask may block a whole row with -inf (a -inf fill, or a constant additive mask holding -inf), those
+rows are set to NaN after SDPA, as eager's softmax leaves them (SDPA's safe softmax gives 0). An additive mask read
+from an input is taken to block with finite values, as transformers' masks do (``finfo(dtype).min``): a row of
+-inf there gives 0, not eager's NaN. The weights may pass through a cast to attn @ V's dtype or a wider float only.
 """
 
 from __future__ import annotations
@@ -187,6 +194,7 @@ class _Attention:
     tanh: fx.Node | None = None  # Gemma2's logit softcapping: scores = softcap * tanh(scores * scale) (decode only)
     softcap: float = 0.0  # the constant scaling after the tanh
     prefetch: str = ""  # the weight the decode kernel requests into L2 (the o-proj's), if any
+    nan_rows: bool = False  # a kept mask may block a whole row with -inf: those rows are NaN, as eager's softmax
 
 
 # --------------------------------------------------------------------------------------------- small helpers
@@ -197,7 +205,7 @@ def _fmt(shape) -> str:
 
 
 def _is_identity(node: fx.Node) -> bool:
-    """Ops that leave the values (and the shape) of their first input unchanged."""
+    """Ops that leave the values (and the shape and dtype) of their first input unchanged."""
     if is_op(node, aten.clone, aten.alias, aten.contiguous):
         return True
     if is_op(node, prims.convert_element_type, aten._to_copy):
@@ -205,7 +213,9 @@ def _is_identity(node: fx.Node) -> bool:
         return isinstance(src, torch.Tensor) and isinstance(out, torch.Tensor) and src.dtype == out.dtype
     if is_op(node, aten.expand, aten.slice, *_FLATTEN):
         step_ok = not is_op(node, aten.slice) or (node.args[4] if len(node.args) > 4 else 1) == 1
-        return step_ok and same_shape(shape_of(node.args[0]), shape_of(node))
+        # same dtype: aten.view.dtype reinterprets the bits (a bf16 -> fp16 view keeps the shape, not the values)
+        return (step_ok and same_shape(shape_of(node.args[0]), shape_of(node))
+                and dtype_of(node.args[0]) == dtype_of(node))
     return False
 
 
@@ -218,18 +228,29 @@ def _skip_identity(node, seen: list) -> Any:
 
 
 def _const_scalar(x) -> float | None:
-    """A Python number for ``x`` if it is one, or a 0-d/size-1 ``full``/``scalar_tensor`` constant."""
+    """A Python number for ``x`` if it is one, or a 0-d/size-1 ``full``/``scalar_tensor`` constant, as its dtype
+    holds it (``full((), 0.1, dtype=bf16)`` is 0.10009765625)."""
     if isinstance(x, (int, float)) and not isinstance(x, bool):
         return float(x)
     if not isinstance(x, fx.Node):
         return None
     seen: list = []
     x = _skip_identity(x, seen)
+    number = None
     if is_op(x, aten.full) and all(known_equal(s, 1) for s in x.args[0]):
-        return _const_scalar(x.args[1])
-    if is_op(x, aten.scalar_tensor):
-        return _const_scalar(x.args[0])
-    return None
+        number = _const_scalar(x.args[1])
+    elif is_op(x, aten.scalar_tensor):
+        number = _const_scalar(x.args[0])
+    dtype = dtype_of(x) if number is not None else None
+    return number if dtype is None else _as_dtype(number, dtype)
+
+
+def _as_dtype(number: float, dtype: torch.dtype) -> float:
+    """``number`` rounded to ``dtype``, as a tensor of that dtype stores it (-inf past its range)."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily():
+        return torch.tensor(number, dtype=torch.float64).to(dtype).item()
 
 
 def _is_0d_tensor(x) -> bool:
@@ -487,6 +508,8 @@ def _scores_op(op: fx.Node, prev: fx.Node, attn: _Attention) -> None:
         if attn.mask:
             raise _Miss(op, "the scores are scaled after the mask is added: SDPA scales before adding the mask")
         number = _const_scalar(other)
+        if number is not None and (not math.isfinite(number) or (number == 0 and is_op(op, aten.div))):
+            raise _Miss(op, f"the scores are {'divided' if is_op(op, aten.div) else 'multiplied'} by {number}")
         if attn.tanh is not None:  # after the softcapping tanh: its cap
             if number is None:
                 raise _Miss(op, "the softcapped scores are scaled by a tensor, not by a constant cap")
@@ -543,23 +566,37 @@ def _check_broadcast(op: fx.Node, scores: fx.Node, other: fx.Node) -> None:
 
 
 def _mask_fill(op: fx.Node, fill) -> float:
-    """The fill of a where/masked_fill mask; only -inf or the most negative finite value of the scores' dtype
-    make ``where(c, s, fill)`` equal to ``s + where(c, 0, fill)``."""
+    """The fill of a where/masked_fill mask, rounded to the scores' dtype as the op rounds it (bf16 holds
+    ``finfo(float32).min`` as -inf); only -inf or the most negative finite value of that dtype make
+    ``where(c, s, fill)`` equal to ``s + where(c, 0, fill)``."""
     value = _const_scalar(fill)
     dtype = dtype_of(op)
-    if value is None or not (value == -math.inf or value <= torch.finfo(dtype).min):
+    value = value if value is None or not dtype.is_floating_point else _as_dtype(value, dtype)
+    if value is None or not (value == -math.inf or value == torch.finfo(dtype).min):
         shown = "a tensor" if value is None else value
         raise _Miss(op, f"masked scores are filled with {shown}; SDPA needs -inf or torch.finfo({dtype}).min")
     return value
 
 
+# the dtypes the attention weights may pass through on their way to attn @ V in the key's dtype: that dtype or a
+# wider float (HF: the fp32 softmax's output cast to bf16), never one that rounds them more than SDPA does
+_WIDER = {torch.float16: (torch.float32, torch.float64), torch.bfloat16: (torch.float32, torch.float64),
+          torch.float32: (torch.float64,)}
+
+
 def _walk_weights(node: fx.Node, attn: _Attention, grad_enabled: bool) -> fx.Node:
     """Walk from the softmax output to the bmm with V (through casts, eval-mode dropout, matmul's expand/view)."""
+    dtypes = [(node, dtype_of(node))]
     for _ in range(_MAX_CHAIN):
         user = sole_user(node)
         if user is None:
             raise _users_miss(node, "weights (softmax output)", grad_enabled)
         if is_op(user, aten.bmm) and user.args[0] is node:
+            final = dtype_of(node)
+            narrow = next(((n, d) for n, d in dtypes if d != final and d not in _WIDER.get(final, ())), None)
+            if narrow is not None:
+                raise _Miss(narrow[0], f"the attention weights are held in {narrow[1]} on their way to attn @ V in "
+                                       f"{final}: SDPA would not round them so")
             attn.chain.append(user)
             return user
         ok = _is_identity(user) or is_op(user, prims.convert_element_type, aten._to_copy)
@@ -572,6 +609,7 @@ def _walk_weights(node: fx.Node, attn: _Attention, grad_enabled: bool) -> fx.Nod
             hint = " (dropout with p>0 in training mode? call model.eval())" if is_op(user, aten.mul) else ""
             raise _Miss(user, f"{op_name(user)} between the softmax and attn @ V{hint} cannot be expressed by SDPA")
         attn.chain.append(user)
+        dtypes.append((user, dtype_of(user)))
         node = user
     raise _Miss(node, "too many ops between the softmax and attn @ V", report=False)
 
@@ -737,6 +775,31 @@ def _decide_mask_and_gqa(attn: _Attention, proofs: dict) -> None:
     attn.chain.extend(kv_prep)
 
 
+def _may_block_rows_with_inf(attn: _Attention, proofs: dict) -> bool:
+    """Whether the mask that stays may block every key of some row with -inf (eager's softmax: NaN there): a
+    where-mask filling -inf, or a constant additive mask holding -inf. An additive mask read from an input is taken
+    to block with finite values (transformers fills with ``finfo(dtype).min``); a row of -inf there gives 0."""
+    for term in attn.mask:
+        if term.kind != "add":
+            if term.fill == -math.inf:
+                return True
+            continue
+        key = ("-inf", term.tensor)
+        if key not in proofs:
+            nodes = _constant_subgraph(term.tensor)
+            if nodes is None:
+                proofs[key] = False
+            else:
+                from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+                value = graph_utils.run_nodes(nodes, {})[term.tensor]
+                with unset_fake_temporarily():
+                    proofs[key] = bool((value == -math.inf).any())
+        if proofs[key]:
+            return True
+    return False
+
+
 def _fits_decode_kernel(attn: _Attention, q_len: int) -> bool:
     """The decode kernel holds the query rows of one KV head (q_len x heads per KV head) and a head in one tile."""
     dims = [shape_of(attn.q)[-1], shape_of(attn.v)[-1]]
@@ -756,14 +819,21 @@ def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
     if attn.k_is_transposed:
         k = k.transpose(-2, -1)
     mask = None
-    for term in attn.mask:
+    for term in attn.mask:  # in the graph's order: a where-mask replaces what the terms before it added
         t = next(it)
-        if term.kind != "add":
-            fill = term.fill if term.fill == -math.inf else max(term.fill, torch.finfo(dtype).min)
-            zero = torch.zeros((), dtype=dtype, device=q.device)
-            blocked = torch.full((), fill, dtype=dtype, device=q.device)
-            t = torch.where(t, zero, blocked) if term.kind == "keep" else torch.where(t, blocked, zero)
-        mask = t if mask is None else mask + t
+        if term.kind == "add":
+            mask = t if mask is None else mask + t
+            continue
+        # blocked: -inf, or the mask dtype's most negative value for a finite fill (the scores' dtype's: s + fill
+        # == fill in both, so every blocked score stays blocked and finite, as in eager)
+        fill = term.fill if term.fill == -math.inf else torch.finfo(dtype).min
+        base = torch.zeros((), dtype=dtype, device=q.device) if mask is None else mask
+        blocked = torch.full((), fill, dtype=dtype, device=q.device)
+        mask = torch.where(t, base, blocked) if term.kind == "keep" else torch.where(t, blocked, base)
+    if mask is not None and mask.dim() < 2:  # SDPA takes no 0-d / 1-d mask; [Sk] broadcasts as [1, Sk]
+        mask = mask.reshape((1,) * (2 - mask.dim()) + tuple(mask.shape))
+    # eager's softmax of a row whose every score is -inf is NaN; SDPA's (a safe softmax) is 0
+    nan_rows = (mask == -math.inf).all(-1, keepdim=True) if attn.nan_rows and mask is not None else None
     heads_dim = q.dim() == 3  # [N, S, D] from a plain bmm: the fused kernels want [N, 1, S, D]
     if heads_dim:
         q, k, v = q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1)
@@ -774,12 +844,13 @@ def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
         scale = attn.scale if attn.scale is not None else 1.0 / math.sqrt(q.shape[-1])
         out = torch.ops.fusion_passes.decode_attention(q, k, v, mask, scale, attn.is_causal,
                                                        *([attn.softcap] if attn.tanh is not None else []))
-        return out.squeeze(1) if heads_dim else out
-    kwargs = {"enable_gqa": True} if attn.enable_gqa else {}
-    out = F.scaled_dot_product_attention(
-        q, k, v, attn_mask=mask, dropout_p=0.0, is_causal=attn.is_causal, scale=attn.scale, **kwargs
-    )
-    return out.squeeze(1) if heads_dim else out
+    else:
+        kwargs = {"enable_gqa": True} if attn.enable_gqa else {}
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=0.0, is_causal=attn.is_causal, scale=attn.scale, **kwargs
+        )
+    out = out.squeeze(1) if heads_dim else out
+    return out if nan_rows is None else torch.where(nan_rows, math.nan, out)
 
 
 def _insert_sdpa(graph: fx.Graph, attn: _Attention, masks: dict) -> list[fx.Node]:
@@ -977,8 +1048,10 @@ def _match_sdpa_call(node: fx.Node, grad_enabled: bool, proofs: dict) -> _Attent
         return attn
     if pair:
         attn.repeat, attn.kv_sources = pair[2], (pair[0], pair[1], pair[3])
+    elif qv.shape[1] != kv_.shape[1]:  # the call's own enable_gqa (valid, or the model could not have run)
+        attn.enable_gqa = True
     _decide_mask_and_gqa(attn, proofs)
-    return attn if attn.mask_dropped or attn.enable_gqa else None
+    return attn if attn.mask_dropped or attn.kv_sources else None
 
 
 # SDPA turns a bool mask into an additive one before its backend op: where(mask, 0, -inf) on CPU, but
@@ -1055,6 +1128,7 @@ def apply(graph: fx.Graph, ctx) -> None:
         try:
             attn = _match(bmm1, ctx.grad_enabled)
             _decide_mask_and_gqa(attn, proofs)
+            attn.nan_rows = _may_block_rows_with_inf(attn, proofs)
             _check_softcap(attn)
         except _Miss as miss:
             if miss.shield is not None:

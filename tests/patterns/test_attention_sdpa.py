@@ -510,7 +510,8 @@ def test_not_fired_mismatched_dtypes():
         return torch.matmul(w.double(), v64)
 
     q, k, v = qkv(heads_kv=H)
-    check_not_fired(attention, q, k, v.double(), reason="query/key/value dtypes differ")
+    check_not_fired(attention, q, k, v.double(), reason="weights are held in torch.float32 on their way to attn @ V "
+                                                          "in torch.float64")
 
 
 def test_not_fired_mask_in_another_dtype():
@@ -541,6 +542,110 @@ def test_not_fired_scores_downcast_before_softmax():
         return torch.matmul(w.float(), v)
 
     check_not_fired(attention, *qkv(heads_kv=H), reason="cast from torch.float32 to torch.bfloat16", tol=1e-2)
+
+
+@pytest.mark.parametrize("via", [torch.bfloat16, torch.float16, torch.bool, torch.int32])
+def test_not_fired_weights_held_in_a_narrower_dtype(via):
+    def attention(q, k, v):  # fp32 attention whose weights pass through `via` on their way to attn @ V
+        w = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * 0.25, dim=-1)
+        return torch.matmul(w.to(via).float(), v)
+
+    # (tol: Inductor's fused kernel does not round to bf16 / fp16 in between unless emulate_precision_casts)
+    check_not_fired(attention, *qkv(heads_kv=H), reason=f"attention weights are held in {via}", tol=2e-2)
+
+
+def test_not_fired_scores_reinterpreted_as_another_dtype():
+    def attention(q, k, v):  # view(dtype) is a bitcast of the bf16 scores' bits, not a value-preserving view
+        w = (torch.matmul(q, k.transpose(-1, -2)) * 0.25).view(torch.float16)
+        return torch.matmul(torch.softmax(w.float(), dim=-1).to(torch.float16), v.view(torch.float16))
+
+    q, k, v = qkv(heads_kv=H, dtype=torch.bfloat16)
+    check_not_fired(attention, q, k, v, reason="aten.view between the attention scores")
+
+
+def test_scale_as_a_low_precision_constant_is_taken_as_that_dtype_holds_it():
+    def attention(q, k, v):  # 0.1 in bf16 is 0.10009765625: eager multiplies the fp32 scores by that
+        w = torch.matmul(q, k.transpose(-1, -2)) * torch.full((), 0.1, dtype=torch.bfloat16)
+        return torch.matmul(torch.softmax(w, dim=-1), v)
+
+    recs = check(attention, *qkv(heads_kv=H))
+    assert matches(recs)[0].detail["scale"] == 0.10009765625
+
+
+@pytest.mark.parametrize("form", ["masked_fill", "where", "bf16 where fp32 min"])
+def test_rows_masked_with_minus_inf_are_nan_as_in_eager(form):
+    """A row whose every key is masked with -inf: eager's softmax gives NaN there, SDPA's safe softmax 0. The
+    rewrite sets those rows to NaN; the other rows are SDPA's. bf16 holds finfo(float32).min as -inf."""
+    dtype = torch.bfloat16 if form.startswith("bf16") else torch.float32
+
+    def attention(q, k, v, keep):
+        w = torch.matmul(q, k.transpose(-1, -2)) * 0.25
+        if form == "masked_fill":
+            w = w.masked_fill(~keep, -math.inf)
+        else:
+            w = torch.where(keep, w, -math.inf if form == "where" else torch.finfo(torch.float32).min)
+        return torch.matmul(torch.softmax(w, dim=-1), v)
+
+    keep = torch.ones(B, 1, S, S, dtype=torch.bool).tril()
+    keep[0, :, 3] = False  # batch 0, query 3: every key masked
+    q, k, v = qkv(heads_kv=H, dtype=dtype)
+    with torch.no_grad():
+        ref = attention(q, k, v, keep)
+        out, recs = compile_with_records(attention, q, k, v, keep, patterns=PATTERN)
+    assert len(matches(recs)) == 1 and joint_stage(recs).ops_after.get(SDPA_CPU) == 1
+    assert ref[0, :, 3].isnan().all() and not ref[1].isnan().any()
+    atol, rtol = TOL[dtype]
+    torch.testing.assert_close(out, ref, atol=atol, rtol=rtol, equal_nan=True)
+
+
+def test_two_masks_filling_the_dtype_minimum_combine_as_eager_applies_them():
+    """An additive causal mask, then padded query rows filled with the dtype's minimum: eager overwrites every
+    score of a padded row with the minimum (uniform weights over all keys). Summing the two would give -inf + the
+    causal keys only."""
+    def attention(q, k, v, causal, row_ok):
+        w = torch.matmul(q, k.transpose(-1, -2)) * 0.25 + causal
+        w = w.masked_fill(~row_ok, torch.finfo(torch.float32).min)
+        return torch.matmul(torch.softmax(w, dim=-1), v)
+
+    causal = padding_mask(batch=1)
+    row_ok = torch.ones(B, 1, S, 1, dtype=torch.bool)
+    row_ok[0, :, 2] = False
+    recs = check(attention, *qkv(heads_kv=H), causal, row_ok)
+    assert matches(recs)[0].detail["mask"] == "add+fill"
+
+
+@pytest.mark.parametrize("mask_shape", [(S,), ()])
+def test_masks_of_fewer_than_two_dims(mask_shape):
+    def attention(q, k, v, bias):  # SDPA takes no 0-d / 1-d mask: it is given [1, S] / [1, 1]
+        w = torch.matmul(q, k.transpose(-1, -2)) * 0.25 + bias
+        return torch.matmul(torch.softmax(w, dim=-1), v)
+
+    check(attention, *qkv(heads_kv=H), torch.randn(mask_shape))
+
+
+def test_not_fired_scores_scaled_by_infinity():
+    def attention(q, k, v):
+        w = torch.matmul(q, k.transpose(-1, -2)) * math.inf
+        return torch.matmul(torch.softmax(w, dim=-1), v)
+
+    _, recs = compile_with_records(attention, *qkv(heads_kv=H), patterns=PATTERN)  # (the values: Inductor's own)
+    assert matches(recs) == [] and any("multiplied by inf" in r for r in near_misses(recs))
+
+
+@pytest.mark.parametrize("mask", ["causal", "all"])
+def test_sdpa_call_with_its_own_enable_gqa_and_a_constant_mask(mask):
+    def attention(q, k, v):  # SDPA over un-repeated K/V (enable_gqa) with a constant mask: dropped, GQA kept
+        keep = torch.ones(S, S, dtype=torch.bool)
+        keep = keep.tril() if mask == "causal" else keep
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep, enable_gqa=True)
+
+    q, k, v = qkv()
+    with torch.no_grad():
+        ref = attention(q, k, v)
+        out, recs = compile_with_records(attention, q, k, v, patterns=PATTERN)
+    (m,) = matches(recs)
+    assert m.detail["mask"].startswith("causal" if mask == "causal" else "none")
+    torch.testing.assert_close(out, ref)
 
 
 def test_not_fired_when_autograd_needs_the_weights():
