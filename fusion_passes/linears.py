@@ -189,6 +189,12 @@ def _weight_of(wt) -> tuple[fx.Node | None, bool]:
     return None, False
 
 
+def constant_of(node: fx.Node) -> torch.Tensor | None:
+    """The real tensor behind a ``get_attr`` node (freezing stores the frozen parameters on the module), else
+    None."""
+    return _constant(node) if isinstance(node, fx.Node) and node.op == "get_attr" else None
+
+
 def _constant(node: fx.Node) -> torch.Tensor | None:
     """The real tensor behind a ``get_attr`` node (freezing stores the frozen parameters on the module)."""
     try:

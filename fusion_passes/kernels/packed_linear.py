@@ -4,9 +4,12 @@
     y_i = x @ W_i.T                          x [M, K], W_i [N_i, K]  ->  y_i [M, N_i]
     # after: one GEMM on the row-stacked weights; the graph takes y_i = y[:, o_i : o_i + N_i] as views
     y = packed_linear(x, [W_0, ..., W_n])    ->  y [M, sum N_i]
+    # with a bias b_i [N_i] on every linear: one addmm, each bias added before the GEMM's one rounding, as
+    # addmm(b_i, x, W_i.T) adds it (a bias added to the packed product after it was rounded to bf16 would not be)
+    y = packed_linear_bias(x, [W_0, ..., W_n], [b_0, ..., b_n])
 
 The weights are graph inputs (the module's own ``nn.Parameter`` objects), so the op must not ``cat`` them
-on every call. How it gets one [sum N_i, K] matrix:
+on every call. How it gets one [sum N_i, K] matrix (and the biases one [sum N_i] vector, the same way):
 
 1. **Steady state, zero copy.** If W_0..W_n are consecutive row blocks of one buffer (each contiguous,
    each starting where the previous one ends, all inside W_0's storage), the op runs one ``mm`` on an
@@ -45,7 +48,7 @@ import warnings
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
-__all__ = ["packed_linear", "unpack_parameters", "weight_moves", "STATS"]
+__all__ = ["packed_linear", "packed_linear_bias", "unpack_parameters", "weight_moves", "STATS"]
 
 # How often each path ran, for tests and reports: "packed" (one GEMM), "repacked" (buffer built),
 # "unpacked" (fallback).
@@ -69,6 +72,7 @@ def weight_moves() -> int:
 # while autograd is on.
 _lib = torch.library.Library("fusion_passes", "FRAGMENT")
 _lib.define("packed_linear(Tensor x, Tensor[] weights) -> Tensor")
+_lib.define("packed_linear_bias(Tensor x, Tensor[] weights, Tensor[] biases) -> Tensor")
 
 
 def packed_linear(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
@@ -87,12 +91,34 @@ def packed_linear(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
     return torch.mm(x, stacked_t)
 
 
-def _packed_linear_fake(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
+def packed_linear_bias(x: torch.Tensor, weights: list[torch.Tensor], biases: list[torch.Tensor]) -> torch.Tensor:
+    """``cat([addmm(b, x, w.T) for w, b in zip(weights, biases)], dim=1)`` as one addmm.
+    x [M, K], weights[i] [N_i, K], biases[i] [N_i] -> [M, sum N_i]"""
+    stacked_t, bias = _stacked_t(weights), _stacked(biases)
+    # only what is re-pointed is checked for aliases (a view made above is one of its storage's users)
+    moved = [*(weights if stacked_t is None else []), *(biases if bias is None else [])]
+    if moved and _may_repack(x, moved):
+        try:
+            stacked_t = _repack(weights).t() if stacked_t is None else stacked_t
+            bias = _repack(biases) if bias is None else bias
+            STATS["repacked"] += 1
+        except RuntimeError as e:
+            _warn_once("repack", f"could not pack the weights ({e}); running them unpacked")
+    if stacked_t is None or bias is None:
+        STATS["unpacked"] += 1
+        return _unpacked(x, weights, biases)
+    STATS["packed"] += 1
+    return torch.addmm(bias, x, stacked_t)
+
+
+def _packed_linear_fake(x: torch.Tensor, weights: list[torch.Tensor], biases=None) -> torch.Tensor:
     return x.new_empty((x.shape[0], sum(w.shape[0] for w in weights)))
 
 
 _lib.impl("packed_linear", packed_linear, "CompositeExplicitAutograd")
 torch.library.register_fake("fusion_passes::packed_linear", _packed_linear_fake, lib=_lib)
+_lib.impl("packed_linear_bias", packed_linear_bias, "CompositeExplicitAutograd")
+torch.library.register_fake("fusion_passes::packed_linear_bias", _packed_linear_fake, lib=_lib)
 
 
 def _stacked_t(weights: list[torch.Tensor]) -> torch.Tensor | None:
@@ -118,6 +144,20 @@ def _stacked_t(weights: list[torch.Tensor]) -> torch.Tensor | None:
     try:
         return first.as_strided((k, rows), (1, k))
     except RuntimeError:  # past the end of the first weight's storage: adjacent by chance, not one buffer
+        return None
+
+
+def _stacked(biases: list[torch.Tensor]) -> torch.Tensor | None:
+    """The [sum N_i] vector the 1-D ``biases`` already form in memory (as ``_stacked_t`` for the weights), or None."""
+    first = biases[0]
+    start, size, n = first.data_ptr(), first.element_size(), 0
+    for b in biases:
+        if b.data_ptr() != start + n * size or not b.is_contiguous():
+            return None
+        n += b.shape[0]
+    try:
+        return first.as_strided((n,), (1,))
+    except RuntimeError:
         return None
 
 
@@ -176,17 +216,19 @@ def _checker_aliases(weights: list[torch.Tensor]) -> list[torch.Tensor]:
 
 
 def _repack(weights: list[torch.Tensor]) -> torch.Tensor:
-    """Copy the weights into one [sum N_i, K] buffer and make each weight a row block of it (one time)."""
+    """Copy the weights [N_i, K] (or biases [N_i]) into one [sum N_i, K] ([sum N_i]) buffer and make each a row
+    block of it (one time)."""
     global _moves
     first = weights[0]
-    k = first.shape[1]
+    rest = tuple(first.shape[1:])  # (K,), or () for biases
+    k = first[0].numel() if first.dim() > 1 else 1
     rows = sum(w.shape[0] for w in weights)
     with torch.no_grad():
-        packed = _alloc_and_fill(weights, (rows, k))
+        packed = _alloc_and_fill(weights, (rows, *rest))
         storage = packed.untyped_storage()
         row = 0
         for w in weights:
-            w.set_(storage, row * k, (w.shape[0], k), (k, 1))
+            w.set_(storage, row * k, (w.shape[0], *rest), packed.stride())
             row += w.shape[0]
     _moves += 1
     for key in [k for k, ref in _packed_storages.items() if ref.expired()]:
@@ -226,12 +268,16 @@ def _alloc_and_fill(weights: list[torch.Tensor], shape: tuple[int, int]) -> torc
     return result[0]
 
 
-def _unpacked(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
-    """N GEMMs, each writing its column block of the [M, sum N_i] output (no weight copy)."""
+def _unpacked(x: torch.Tensor, weights: list[torch.Tensor], biases=None) -> torch.Tensor:
+    """N GEMMs (addmms with ``biases``), each writing its column block of the [M, sum N_i] output (no copy)."""
     out = x.new_empty((x.shape[0], sum(w.shape[0] for w in weights)))
     col = 0
-    for w in weights:
-        torch.mm(x, w.t(), out=out[:, col : col + w.shape[0]])
+    for i, w in enumerate(weights):
+        block = out[:, col : col + w.shape[0]]
+        if biases is None:
+            torch.mm(x, w.t(), out=block)
+        else:
+            torch.addmm(biases[i], x, w.t(), out=block)
         col += w.shape[0]
     return out
 

@@ -66,7 +66,7 @@ import torch
 import torch.fx as fx
 
 from .. import graph_utils, linears
-from ..graph_utils import dtype_of, erase_dead, is_op, same_shape, shape_of, sole_user, val
+from ..graph_utils import dtype_of, erase_dead, is_op, known_equal, same_shape, shape_of, sole_user, val
 from ..kernels import gemv, gemv_table
 from . import env_policy, residual_norm
 
@@ -275,6 +275,11 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx, tables: dict) -> None:
         if any(lin.bias is not None for lin in lins):
             gated = None
     m, k = val(lins[0].x2).shape
+    hidden = shape_of(norm.y)[-1]
+    if any(not known_equal(val(lin.x2).shape[-1], hidden) for lin in lins):
+        # e.g. a per-head norm over D flattened to [M, H * D]: the kernel normalises each whole input row
+        raise _NoMatch(f"RMSNorm over {hidden} values before decode linears not folded: they read its output "
+                       f"reshaped to rows of {val(lins[0].x2).shape[-1]}")
     _check_measured_faster(m, lins, "silu" if gated is not None else "cat")
     rope = _rope_epilogue(lins, m, ctx) if gated is None and len(lins) >= 2 and rope_policy() == "on" else None
     chains = []
@@ -603,30 +608,49 @@ _GATE_ACTIVATIONS = {
     "gelu_tanh": functools.partial(torch.nn.functional.gelu, approximate="tanh"),  # Gemma's GeGLU
 }
 _ULP = {torch.float32: 1e-5, torch.float16: 2**-10, torch.bfloat16: 2**-7}  # relative: one rounding's worth
+# The ops a gate activation's chain may use: smooth arithmetic, no comparison, clamp, where or rounding, so that
+# agreeing on every finite value of a 16-bit dtype (and on a grid over fp32's whole range) is agreement everywhere
+# (a clamp or a threshold past some value would show on the values beyond it)
+_SMOOTH_OPS = (aten.silu, aten.sigmoid, aten.exp, aten.expm1, aten.neg, aten.add, aten.sub, aten.mul, aten.div,
+               aten.reciprocal, aten.tanh, aten.pow, aten.gelu, aten.erf, aten.sqrt, aten.rsqrt,
+               torch.ops.prims.convert_element_type, aten._to_copy, aten.clone, aten.alias)
+
+
+def _finite_values(t: torch.dtype) -> torch.Tensor:
+    """Every finite value of a 16-bit dtype; for fp32, every finite bf16 value (fp32's range, 7 bits of each
+    binade), in fp32."""
+    bits = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16)
+    x = bits.view(torch.float16 if t == torch.float16 else torch.bfloat16)
+    return x[x.isfinite()].to(t)
 
 
 def _gate_activation(g: fx.Node, s: fx.Node) -> tuple[str, list[fx.Node]] | None:
-    """(name, chain) when ``s`` is computed from ``g`` alone by elementwise ops (``chain``, in graph order: however
-    the model or a decomposition spelled it, with or without an fp32 round trip) and equals one of
-    ``_GATE_ACTIVATIONS`` on 4,099 values from -30 to 30: in fp32 to 1e-5, in 16-bit dtypes bit for bit on at
-    least 97 % of them and within one rounding on all."""
+    """(name, chain) when ``s`` is computed from ``g`` alone by smooth elementwise ops (``chain``, in graph order:
+    however the model or a decomposition spelled it, with or without an fp32 round trip; ``_SMOOTH_OPS``) and
+    equals one of ``_GATE_ACTIVATIONS`` within one rounding on every finite value of the dtype (fp32: of bf16), and
+    on 4,097 values from -8 to 8: in fp32 to 1e-5, in 16-bit dtypes bit for bit on at least 97 % of them."""
     chain = _elementwise_chain(g, s)
     t = dtype_of(g)
-    if chain is None or t not in _ULP:
+    if chain is None or t not in _ULP or any(not is_op(n, *_SMOOTH_OPS) for n in chain):
         return None
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     with unset_fake_temporarily():  # real tensors, whatever mode the pass runs under
-        x = torch.cat([torch.linspace(-8, 8, 4097), torch.tensor([-30.0, 30.0])]).to(t)
+        x = torch.linspace(-8, 8, 4097).to(t)
+        everywhere = _finite_values(t)
         try:
-            got = graph_utils.run_nodes(chain, {g: x})[s]
+            got, got_everywhere = (graph_utils.run_nodes(chain, {g: v})[s] for v in (x, everywhere))
         except Exception:  # noqa: BLE001 - an op that will not run on these values is not an activation we know
             return None
-        if not isinstance(got, torch.Tensor) or got.shape != x.shape:
+        if not all(isinstance(r, torch.Tensor) and r.shape == v.shape
+                   for r, v in ((got, x), (got_everywhere, everywhere))):
             return None
         for name, act in _GATE_ACTIVATIONS.items():
             want = act(x.float()).to(t)
             if not torch.allclose(got, want, rtol=_ULP[t], atol=1e-6, equal_nan=True):
+                continue
+            if not torch.allclose(got_everywhere, act(everywhere.float()).to(t), rtol=_ULP[t], atol=1e-6,
+                                  equal_nan=True):
                 continue
             # in 16-bit dtypes one rounding's worth is coarse: gelu's erf form is within it of the tanh form, and a
             # silu rounded twice (sigmoid, then the product) within it of one rounding. A decomposition of the same

@@ -9,7 +9,9 @@
     qkv = fusion_passes.packed_linear(x2, [W_q, W_k, W_v])       -> [B*S, Nq + Nk + Nv]   (one GEMM)
     q   = slice(qkv, 1, 0, Nq)                                    a view
     k   = slice(qkv, 1, Nq, Nq + Nk) + b_k                        bias added in the graph: Inductor fuses it
-    v   = slice(qkv, 1, Nq + Nk, Nq + Nk + Nv)                    into the consumer, and mixed bias is exact
+    v   = slice(qkv, 1, Nq + Nk, Nq + Nk + Nv)                    into the consumer (fp32 / fp64 only, see below)
+    # with a bias on every linear (Qwen2, BERT, OPT): one addmm, each bias added before its one rounding
+    qkv = fusion_passes.packed_linear_bias(x2, [W_q, W_k, W_v], [b_q, b_k, b_v])
 
 Inductor's pad_mm may pad each of these GEMMs' rows to a multiple of 8 (on a GPU, when timing says so), each
 with its own pad of the shared input; where 2 or more such linears read one tensor, ``linears.unpad_rows``
@@ -20,9 +22,10 @@ blocks of one buffer the first time it runs (see ``fusion_passes/kernels/packed_
 
 Fires only when: every packed GEMM reads the same tensor (the same node, or reshapes of the same node to
 [-1, D]); the weights are distinct graph inputs (placeholders, or ``get_attr`` constants under freezing),
-2-D, of one dtype and device, not mutated in the graph, with static sizes; biases are 1-D [N_i]; addmm has
-alpha = beta = 1; autograd is off (with gradients on, the op has no backward, so it does not fire); on CUDA the
-row count is not a static 1 (a one-sequence decode step, where cuBLAS's separate GEMVs measured faster and
+2-D, of one dtype and device, not mutated in the graph, with static sizes; biases are 1-D [N_i], and in bf16 /
+fp16 either on every linear or on none packed (a bias added after the packed GEMM's rounding rounds twice, where
+addmm rounds once: the biased ones then stay unpacked, with a near miss); addmm has alpha = beta = 1; autograd
+is off (with gradients on, the op has no backward, so it does not fire); on CUDA the row count is not a static 1 (a one-sequence decode step, where cuBLAS's separate GEMVs measured faster and
 decode_gemv takes what it can; ``FUSION_PASSES_QKV_PACKING_DECODE`` changes that, see ``DECODE_MAX_ROWS``).
 """
 
@@ -138,7 +141,41 @@ def _packable(mms: list[fx.Node], taken: set[fx.Node], ctx) -> list[linears.Line
         ctx.near_miss(found[0].mm, f"a weight block is not a multiple of {_ALIGN} bytes, so the next one would "
                       "start misaligned in the packed buffer; not packed")
         return []
-    return found
+    return _exact_biases(found, ctx)
+
+
+def _exact_biases(found: list[linears.Linear], ctx) -> list[linears.Linear]:
+    """``found`` less the linears whose bias the packed GEMM could not add as eager does.
+
+    addmm adds the bias before its one rounding. With a bias on every linear the packed GEMM is one addmm too
+    (``packed_linear_bias``; frozen: a stacked constant bias). With some biased and some not, the biases are added
+    to the packed product's column slices after it: exact in fp32 / fp64, a second rounding in bf16 / fp16 (up to
+    one ulp of the output), so there the biased ones stay unpacked."""
+    dtype = val(found[0].weight).dtype
+    if _bias_mode(found) != "slices" or dtype in _BIAS_AFTER_EXACT:
+        return found
+    for lin in found:
+        if lin.bias is not None:
+            ctx.near_miss(lin.mm, f"biased linear not packed in {dtype}: its bias would be added after the packed "
+                                  "GEMM rounds (addmm adds it before; packed as one addmm only with a bias on every "
+                                  "linear)")
+    return [lin for lin in found if lin.bias is None]
+
+
+_BIAS_AFTER_EXACT = (torch.float32, torch.float64)  # a bias added after the GEMM rounds as addmm's
+
+
+def _bias_mode(group: list[linears.Linear]) -> str:
+    """"none" (no bias), "packed" (one addmm on the stacked biases: a bias on every linear, each row block of the
+    packed bias aligned, or under freezing every bias a constant) or "slices" (each added to its output slice)."""
+    if all(lin.bias is None for lin in group):
+        return "none"
+    if any(lin.bias is None for lin in group):
+        return "slices"
+    if group[0].constant is not None:
+        return "packed" if all(linears.constant_of(lin.bias) is not None for lin in group) else "slices"
+    size = val(group[0].bias).element_size()
+    return "slices" if any((lin.width * size) % _ALIGN for lin in group[:-1]) else "packed"
 
 
 # --------------------------------------------------------------------------------------------- rewrite
@@ -149,17 +186,21 @@ def _rewrite(graph: fx.Graph, group: list[linears.Linear], ctx) -> None:
     first = group[0]
     x2 = first.x2  # defined before the first GEMM, and every GEMM of the group reads the same values
     fake = linears.FakeEval(val(x2))
+    biases = [lin.bias for lin in group] if _bias_mode(group) == "packed" else None  # else: added to the slices
     with graph.inserting_before(first.mm):
-        if first.constant is None:
-            packed = fake.call(graph, torch.ops.fusion_passes.packed_linear.default, x2, [lin.weight for lin in group])
+        if first.constant is not None:
+            packed = _frozen_gemm(graph, x2, group, fake, biases)
+        elif biases:
+            packed = fake.call(graph, torch.ops.fusion_passes.packed_linear_bias.default, x2,
+                               [lin.weight for lin in group], biases)
         else:
-            packed = _frozen_gemm(graph, x2, group, fake)
+            packed = fake.call(graph, torch.ops.fusion_passes.packed_linear.default, x2, [lin.weight for lin in group])
         packed.meta["stack_trace"] = first.mm.meta.get("stack_trace")
         inserted, start = [packed], 0
         for lin in group:
             out = fake.call(graph, aten.slice.Tensor, packed, 1, start, start + lin.width)
             inserted.append(out)
-            if lin.bias is not None:
+            if lin.bias is not None and not biases:
                 out = fake.call(graph, aten.add.Tensor, out, lin.bias)
                 inserted.append(out)
             out.meta["stack_trace"] = lin.mm.meta.get("stack_trace")
@@ -184,16 +225,25 @@ def _rewrite(graph: fx.Graph, group: list[linears.Linear], ctx) -> None:
     )
 
 
-def _frozen_gemm(graph: fx.Graph, x2: fx.Node, group: list[linears.Linear], fake) -> fx.Node:
-    """Under freezing the weights are constants: stack them once now, as a new constant [sum N, K]."""
+def _frozen_gemm(graph: fx.Graph, x2: fx.Node, group: list[linears.Linear], fake, biases=None) -> fx.Node:
+    """Under freezing the weights (and ``biases``, constants too) are constants: stack them once now, as new
+    constants [sum N, K] (and [sum N])."""
+    weight = _new_constant(graph, torch.cat([lin.constant for lin in group], dim=0), fake)
+    wt = fake.call(graph, aten.permute.default, weight, [1, 0])
+    if biases is None:
+        return fake.call(graph, aten.mm.default, x2, wt)
+    bias = _new_constant(graph, torch.cat([linears.constant_of(b) for b in biases]), fake)
+    return fake.call(graph, aten.addmm.default, bias, x2, wt)
+
+
+def _new_constant(graph: fx.Graph, value: torch.Tensor, fake) -> fx.Node:
     module = graph.owning_module
-    stacked = torch.cat([lin.constant for lin in group], dim=0)
     name, i = "_fusion_packed_weight", 0
     while hasattr(module, f"{name}{i}"):
         i += 1
-    module.register_buffer(f"{name}{i}", stacked, persistent=False)
-    weight = graph.get_attr(f"{name}{i}")
-    weight.meta["val"] = fake.mode.from_tensor(stacked, static_shapes=True)
-    return fake.call(graph, aten.mm.default, x2, fake.call(graph, aten.permute.default, weight, [1, 0]))
+    module.register_buffer(f"{name}{i}", value, persistent=False)
+    node = graph.get_attr(f"{name}{i}")
+    node.meta["val"] = fake.mode.from_tensor(value, static_shapes=True)
+    return node
 
 

@@ -294,6 +294,8 @@ ACTS = {  # gate activations, as models write them
     "gelu_tanh": lambda g: F.gelu(g, approximate="tanh"),  # Gemma's GeGLU
     "gelu": F.gelu,  # the erf form
     "tanh": torch.tanh,
+    "silu_clamped": lambda g: F.silu(g.clamp(max=50)),  # silu up to 50: a sampled check on [-30, 30] took it
+    "silu_masked": lambda g: F.silu(g) * (g < 40),
 }
 
 
@@ -347,15 +349,49 @@ def test_silu_mul_forms(always, dtype):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("act, epilogue", [
     ("gelu_tanh", "gelu_tanh * mul"), ("sigmoid_product", {torch.float32: "silu * mul"}), ("gelu", None),
-    ("tanh", None)])
+    ("tanh", None), ("silu_clamped", None), ("silu_masked", None)])
 def test_gate_activation_is_told_by_its_values(always, dtype, act, epilogue):
     """The gate's elementwise chain, run on sample values, picks the kernel's epilogue: Gemma's GeGLU gets the
     gelu_tanh one. What the kernel would not compute the same stays with Inductor and the two linears are only
-    concatenated: gelu's erf form, tanh, and in bf16 a silu rounded twice (sigmoid, then the product)."""
+    concatenated: gelu's erf form, tanh, in bf16 a silu rounded twice (sigmoid, then the product), and a silu
+    that a clamp or a mask changes past some value (the chain may hold smooth ops only, and must match on every
+    finite value of the dtype). With gate outputs past those values the results would differ from eager's."""
     want = epilogue.get(dtype) if isinstance(epilogue, dict) else epilogue
     mod = NormLinears(act=act).to(dtype)
-    (m,) = _fused(mod, torch.randn(2, 1, 32, dtype=dtype))
+    x = torch.randn(2, 1, 32, dtype=dtype)
+    if act.startswith("silu_"):
+        with torch.no_grad():
+            mod.lins[0].weight.mul_(60)  # gate outputs of several hundred: past the clamp and the mask
+    (m,) = _fused(mod, x)
     assert m.detail["epilogue"] == (want or "concatenated outputs")
+
+
+@pytest.mark.parametrize("flatten", ["half rows", "per-head norm"])
+def test_norm_not_folded_into_linears_reading_its_output_in_other_rows(always, flatten):
+    """The kernel normalises each whole input row; a norm over 32 values whose output the linears read as rows of
+    16 (or a per-head norm over D flattened to rows of H * D) is another computation: not folded (it crashed)."""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = zoo.LlamaRMSNorm(32 if flatten == "half rows" else 8)
+            self.lins = nn.ModuleList(nn.Linear(16 if flatten == "half rows" else 32, 24, bias=False)
+                                      for _ in range(2))
+
+        def forward(self, x):
+            h = self.norm(x if flatten == "half rows" else x.view(*x.shape[:-1], 4, 8))
+            h = h.reshape(-1, 16) if flatten == "half rows" else h.reshape(x.shape[0], 32)
+            return [lin(h) for lin in self.lins]
+
+    x = torch.randn(2, 32)
+    torch.manual_seed(0)
+    mod = Model()
+    with torch.no_grad():
+        expected = mod(x)
+        out, recs = compile_with_records(mod, x, patterns=PATTERN)
+    for a, b in zip(out, expected):
+        torch.testing.assert_close(a, b)
+    assert all("rms_norm" not in m.detail.get("prologue", "") for m in matches(recs))
+    assert any("RMSNorm over" in nm.reason and "not folded" in nm.reason for r in recs for nm in r.near_misses)
 
 
 def test_more_than_three_linears_are_not_concatenated(always):

@@ -236,21 +236,35 @@ def test_parity_and_ops(widths, bias, shape):
     stage = post_grad(recs[0])
     assert gemms(stage.ops_before) == len(widths)
     assert stage.ops_after.get("aten.mm", 0) + stage.ops_after.get("aten.addmm", 0) == 0
-    assert stage.ops_after["fusion_passes.packed_linear"] == 1
-    assert stage.ops_after.get("aten.add", 0) == sum(bias)  # biases are added to the column slices
+    if all(bias):  # one addmm on the stacked biases, each added before the one rounding
+        assert stage.ops_after["fusion_passes.packed_linear_bias"] == 1 and "aten.add" not in stage.ops_after
+    else:
+        assert stage.ops_after["fusion_passes.packed_linear"] == 1
+        assert stage.ops_after.get("aten.add", 0) == sum(bias)  # biases are added to the column slices (fp32)
     assert m.saved_bytes == (len(widths) - 1) * x.numel() * 4
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_low_precision_parity(dtype):
-    model = Projections((64, 32, 32), (True, False, False)).eval().to(dtype)
+@pytest.mark.parametrize("bias", [(False, False, False), (True, True, True), (True, False, False)])
+def test_low_precision_parity(dtype, bias):
+    """Bit for bit in bf16 / fp16 with N(0, 1) weights and biases (where a bias added after the packed GEMM's
+    rounding differed from addmm's by up to 0.125 in bf16 on 30 % of the outputs): biased linears are packed as
+    one addmm when every one has a bias, and left unpacked next to unbiased ones."""
+    torch.manual_seed(0)
+    model = Projections((64, 32, 32), bias).eval().to(dtype)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_()
     x = torch.randn(2, 5, 64, dtype=dtype)
     with torch.no_grad():
         ref = model(x)
         out, recs = compile_with_records(model, x, patterns=PATTERN)
-    assert len(matches(recs)) == 1
+    (m,) = matches(recs)
+    mixed = any(bias) and not all(bias)
+    assert m.detail["linears"] == (2 if mixed else 3)
+    assert any("biased linear not packed" in n.reason for r in recs for n in r.near_misses) == mixed
     for a, b in zip(out, ref):
-        torch.testing.assert_close(a, b, atol=2e-2, rtol=2e-2)
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
 
 
 class RawProjections(nn.Module):
@@ -409,6 +423,50 @@ def test_op_packs_once_then_runs_one_gemm_on_the_packed_rows():
     parts = [fused[:8], fused[8:]]
     torch.testing.assert_close(torch.ops.fusion_passes.packed_linear(x, parts), x @ fused.t())
     assert kernel.STATS["repacked"] == 1 and parts[0].untyped_storage().data_ptr() == fused.data_ptr()
+
+
+def test_bias_op_packs_weights_and_biases_once_then_runs_one_addmm():
+    """``packed_linear_bias``: the weights and the biases each become row blocks of one buffer on the first call
+    (the same tensors, the same values), then one addmm; in-place updates of a bias are seen; a bias that another
+    tensor aliases keeps the group unpacked (N addmms) until the alias is gone."""
+    torch.manual_seed(0)
+    x = torch.randn(5, 16, dtype=torch.bfloat16)
+    ws = [torch.randn(8, 16, dtype=torch.bfloat16), torch.randn(4, 16, dtype=torch.bfloat16)]
+    bs = [torch.randn(8, dtype=torch.bfloat16), torch.randn(4, dtype=torch.bfloat16)]
+
+    def expected():
+        return torch.cat([torch.addmm(b, x, w.t()) for w, b in zip(ws, bs)], dim=1)  # one rounding each
+
+    ref = expected()
+    assert torch.equal(torch.ops.fusion_passes.packed_linear_bias(x, ws, bs), ref)
+    assert kernel.STATS["repacked"] == 1 and kernel.STATS["packed"] == 1
+    assert len({b.untyped_storage().data_ptr() for b in bs}) == 1 and [b.storage_offset() for b in bs] == [0, 8]
+    assert len({w.untyped_storage().data_ptr() for w in ws}) == 1
+    bs[1].mul_(2)  # in place, into the packed bias buffer
+    assert torch.equal(torch.ops.fusion_passes.packed_linear_bias(x, ws, bs), expected())
+    assert kernel.STATS["repacked"] == 1 and kernel.STATS["packed"] == 2
+    bs[0].data = torch.randn(8, dtype=torch.bfloat16)  # a new storage for one bias
+    alias = bs[0].detach()
+    with pytest.warns(UserWarning, match="shares memory"):
+        assert torch.equal(torch.ops.fusion_passes.packed_linear_bias(x, ws, bs), expected())
+    assert kernel.STATS["unpacked"] == 1
+    del alias
+    assert torch.equal(torch.ops.fusion_passes.packed_linear_bias(x, ws, bs), expected())
+    assert kernel.STATS["repacked"] == 2 and [b.storage_offset() for b in bs] == [0, 8]
+
+
+def test_freezing_stacks_biases_too_when_every_linear_has_one():
+    model = Projections((64, 32, 32), (True, True, True)).eval().double()
+    x = torch.randn(2, 5, 64, dtype=torch.float64)
+    with torch.no_grad(), torch._inductor.config.patch(freezing=True):
+        ref = model(x)
+        out, recs = compile_with_records(model, x, patterns=PATTERN)
+    for a, b in zip(out, ref):
+        torch.testing.assert_close(a, b)
+    (m,) = matches(recs)
+    stage = post_grad(recs[0])
+    assert stage.ops_after.get("aten.addmm") == 1 and "aten.mm" not in stage.ops_after
+    assert "aten.add" not in stage.ops_after and "packed_linear" not in stage.code_after
 
 
 def test_op_takes_weights_back_to_back_in_separate_storages_as_unpacked_memory():
