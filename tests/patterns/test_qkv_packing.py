@@ -21,7 +21,7 @@ from fusion_passes.kernels import packed_linear as kernel
 from tests.conftest import compile_with_records
 
 PATTERN = ["qkv_packing"]
-GEMMS = ("aten.mm", "aten.addmm", "fusion_passes.packed_linear")
+GEMMS = ("aten.mm", "aten.addmm", "fusion_passes.packed_linear", "fusion_passes.packed_linear_bias")
 
 
 def gemms(ops: dict) -> int:
@@ -308,11 +308,12 @@ def test_freezing_default_cpu_is_correct():
     assert kernel.STATS["repacked"] == 0 and kernel.STATS["packed"] == 0
 
 
-def test_freezing_packs_constants_at_compile_time():
+@pytest.mark.parametrize("bias", [(True, False, True), (True, True, True)])
+def test_freezing_packs_constants_at_compile_time(bias):
     """With frozen constants left as mm operands (on GPU; on CPU for dtypes that mkl does not prepack, like
-    float64 here) the weights are stacked once, at compile time: a plain mm on a new constant, no run-time
-    op, and the parameters are left alone."""
-    model = Projections((64, 32, 32), (True, False, True)).eval().double()
+    float64 here) the weights are stacked once, at compile time: a plain mm on a new constant (with a bias on every
+    linear, an addmm on the stacked biases too), no run-time op, and the parameters are left alone."""
+    model = Projections((64, 32, 32), bias).eval().double()
     x = torch.randn(2, 5, 64, dtype=torch.float64)
     with torch.no_grad(), torch._inductor.config.patch(freezing=True):
         ref = model(x)
@@ -322,7 +323,9 @@ def test_freezing_packs_constants_at_compile_time():
     (m,) = matches(recs)
     assert m.detail["weights_packed"].startswith("at compile time")
     stage = post_grad(recs[0])
-    assert gemms(stage.ops_before) == 3 and stage.ops_after["aten.mm"] == 1
+    gemm = "aten.addmm" if all(bias) else "aten.mm"
+    assert gemms(stage.ops_before) == 3 and stage.ops_after[gemm] == 1 and gemms(stage.ops_after) == 1
+    assert stage.ops_after.get("aten.add", 0) == (0 if all(bias) else sum(bias))
     assert "packed_linear" not in stage.code_after and "_fusion_packed_weight" in stage.code_after
     assert kernel.STATS["repacked"] == 0 and model.projs[1].weight.storage_offset() == 0
 
@@ -453,20 +456,6 @@ def test_bias_op_packs_weights_and_biases_once_then_runs_one_addmm():
     del alias
     assert torch.equal(torch.ops.fusion_passes.packed_linear_bias(x, ws, bs), expected())
     assert kernel.STATS["repacked"] == 2 and [b.storage_offset() for b in bs] == [0, 8]
-
-
-def test_freezing_stacks_biases_too_when_every_linear_has_one():
-    model = Projections((64, 32, 32), (True, True, True)).eval().double()
-    x = torch.randn(2, 5, 64, dtype=torch.float64)
-    with torch.no_grad(), torch._inductor.config.patch(freezing=True):
-        ref = model(x)
-        out, recs = compile_with_records(model, x, patterns=PATTERN)
-    for a, b in zip(out, ref):
-        torch.testing.assert_close(a, b)
-    (m,) = matches(recs)
-    stage = post_grad(recs[0])
-    assert stage.ops_after.get("aten.addmm") == 1 and "aten.mm" not in stage.ops_after
-    assert "aten.add" not in stage.ops_after and "packed_linear" not in stage.code_after
 
 
 def test_op_takes_weights_back_to_back_in_separate_storages_as_unpacked_memory():
