@@ -41,6 +41,7 @@ same compiled model at once is not synchronised.
 from __future__ import annotations
 
 import collections
+import math
 import sys
 import threading
 import warnings
@@ -221,7 +222,7 @@ def _repack(weights: list[torch.Tensor]) -> torch.Tensor:
     global _moves
     first = weights[0]
     rest = tuple(first.shape[1:])  # (K,), or () for biases
-    k = first[0].numel() if first.dim() > 1 else 1
+    k = math.prod(rest)  # elements per row
     rows = sum(w.shape[0] for w in weights)
     with torch.no_grad():
         packed = _alloc_and_fill(weights, (rows, *rest))

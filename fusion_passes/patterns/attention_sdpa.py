@@ -730,13 +730,19 @@ def _constant_mask_kind(attn: _Attention, q_len, k_len, proofs: dict) -> str | N
     return proofs[key]
 
 
+def _constant_value(node: fx.Node) -> torch.Tensor | None:
+    """``node``'s value, computed now on real tensors, when ``_constant_subgraph`` finds it a compile-time
+    constant; else None."""
+    nodes = _constant_subgraph(node)
+    return None if nodes is None else graph_utils.run_nodes(nodes, {})[node]
+
+
 def _prove_mask_kind(term: _MaskTerm, q_len: int, k_len: int) -> str | None:
-    nodes = _constant_subgraph(term.tensor)
-    if nodes is None:
+    value = _constant_value(term.tensor)  # the mask's ops on real tensors, once, at compile time
+    if value is None:
         return None
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-    value = graph_utils.run_nodes(nodes, {})[term.tensor]  # the mask's ops on real tensors, once, at compile time
     with unset_fake_temporarily():
         if term.kind == "add":
             blocked = (value == -math.inf) | (value <= torch.finfo(value.dtype).min)
@@ -786,15 +792,11 @@ def _may_block_rows_with_inf(attn: _Attention, proofs: dict) -> bool:
             continue
         key = ("-inf", term.tensor)
         if key not in proofs:
-            nodes = _constant_subgraph(term.tensor)
-            if nodes is None:
-                proofs[key] = False
-            else:
-                from torch._subclasses.fake_tensor import unset_fake_temporarily
+            from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-                value = graph_utils.run_nodes(nodes, {})[term.tensor]
-                with unset_fake_temporarily():
-                    proofs[key] = bool((value == -math.inf).any())
+            value = _constant_value(term.tensor)
+            with unset_fake_temporarily():
+                proofs[key] = value is not None and bool((value == -math.inf).any())
         if proofs[key]:
             return True
     return False

@@ -25,8 +25,9 @@ Fires only when: every packed GEMM reads the same tensor (the same node, or resh
 2-D, of one dtype and device, not mutated in the graph, with static sizes; biases are 1-D [N_i], and in bf16 /
 fp16 either on every linear or on none packed (a bias added after the packed GEMM's rounding rounds twice, where
 addmm rounds once: the biased ones then stay unpacked, with a near miss); addmm has alpha = beta = 1; autograd
-is off (with gradients on, the op has no backward, so it does not fire); on CUDA the row count is not a static 1 (a one-sequence decode step, where cuBLAS's separate GEMVs measured faster and
-decode_gemv takes what it can; ``FUSION_PASSES_QKV_PACKING_DECODE`` changes that, see ``DECODE_MAX_ROWS``).
+is off (with gradients on, the op has no backward, so it does not fire); on CUDA the row count is not a static 1
+(a one-sequence decode step, where cuBLAS's separate GEMVs measured faster and decode_gemv takes what it can;
+``FUSION_PASSES_QKV_PACKING_DECODE`` changes that, see ``DECODE_MAX_ROWS``).
 """
 
 from __future__ import annotations
