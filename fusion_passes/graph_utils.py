@@ -126,6 +126,47 @@ def sole_user(node: fx.Node) -> fx.Node | None:
     return next(iter(node.users)) if len(node.users) == 1 else None
 
 
+def read_sizes_early(graph: fx.Graph) -> int:
+    """Make every size query ``sym_size(x, d)`` read the earliest value in ``graph`` known to hold the same size
+    (a SymInt input, or a dim of an earlier tensor); returns how many it moved.
+
+    Under dynamic shapes the graph can ask an intermediate for a size it cannot write from the inputs (a view's
+    ``-1`` dim, ``(2*s0**2)//s0`` when duck sizing gave two dims one symbol). Such a query is one more user of,
+    say, the attention scores, and the families' "used only inside the match" checks would refuse them; read from
+    earlier, the value is the same and the intermediate keeps only its real users."""
+    aten = torch.ops.aten
+    scalars: dict = {}  # size expression -> (the first node whose value is that SymInt, the SymInt)
+    dims: dict = {}  # size expression -> (the first tensor with a dim of that size, the dim, the SymInt)
+    moved = 0
+    for node in list(graph.nodes):
+        value = val(node)
+        if is_op(node, aten.sym_size) and len(node.args) == 2 and isinstance(value, torch.SymInt):
+            scalar = _same_size(value, scalars)
+            if scalar is not None:
+                node.replace_all_uses_with(scalar[0])
+                graph.erase_node(node)
+                moved += 1
+                continue
+            dim = _same_size(value, dims)
+            if dim is not None and dim[0] is not node.args[0]:
+                node.args = dim[:2]
+                moved += 1
+        if isinstance(value, torch.SymInt):
+            scalars.setdefault(value.node.expr, (node, value))
+        elif isinstance(value, torch.Tensor):
+            for d, size in enumerate(value.shape):
+                if isinstance(size, torch.SymInt):
+                    dims.setdefault(size.node.expr, (node, d, size))
+    return moved
+
+
+def _same_size(size: torch.SymInt, seen: dict) -> tuple | None:
+    """The entry of ``seen`` (expression -> (..., SymInt)) whose size is known to equal ``size``."""
+    if size.node.expr in seen:
+        return seen[size.node.expr]
+    return next((entry for entry in seen.values() if known_equal(entry[-1], size)), None)
+
+
 _ERASABLE = ("call_function", "get_attr")
 
 

@@ -63,3 +63,45 @@ def test_mutates_reads_the_schema():
     add = g.call_function(torch.ops.aten.add.Tensor, (a, b))
     assert graph_utils.mutates(copy, a) and not graph_utils.mutates(copy, b)
     assert graph_utils.mutates(foreach, b) and not graph_utils.mutates(add, a)
+
+
+def _with_size_query_on(gm: fx.GraphModule, node: fx.Node, dim: int, like: fx.Node) -> fx.Node:
+    """Insert ``sym_size(node, dim)`` after ``node``, valued as ``like`` (the query the graph already makes)."""
+    with gm.graph.inserting_after(node):
+        query = gm.graph.call_function(torch.ops.aten.sym_size.int, (node, dim))
+    query.meta["val"] = like.meta["val"]
+    like.replace_all_uses_with(query)
+    gm.graph.erase_node(like)
+    return query
+
+
+def test_read_sizes_early_moves_size_queries_off_intermediates():
+    """A size query on an intermediate (one more user of it) reads an input's dim of the same size instead; one
+    whose size a SymInt node already holds is replaced by that node; the values stay the same."""
+    def f(x, w):
+        y = x @ w
+        return y * x.shape[0] + w.shape[1]
+
+    gm = make_fx(f, tracing_mode="symbolic")(torch.randn(6, 4), torch.randn(4, 8))
+    mm = next(n for n in gm.graph.nodes if n.target is torch.ops.aten.mm.default)
+    queries = {n.args[0].name: n for n in gm.graph.nodes if n.target is torch.ops.aten.sym_size.int}
+    on_rows = _with_size_query_on(gm, mm, 0, queries["x_1"])  # y.shape[0]: x's rows
+    with gm.graph.inserting_after(on_rows):  # y.shape[1] asked again, after w.shape[1] was
+        again = gm.graph.call_function(torch.ops.aten.sym_size.int, (mm, 1))
+    again.meta["val"] = queries["w_1"].meta["val"]
+    queries["w_1"].replace_all_uses_with(again)
+    gm.graph.erase_node(queries["w_1"])
+    w_cols = gm.graph.call_function(torch.ops.aten.sym_size.int, (next(iter(gm.graph.nodes)).next, 1))
+    again.prepend(w_cols)
+    w_cols.meta["val"] = again.meta["val"]
+    gm.graph.lint()
+    assert len(mm.users) == 3
+
+    assert graph_utils.read_sizes_early(gm.graph) == 2
+    gm.graph.lint()
+    gm.recompile()
+    assert list(mm.users) == [next(n for n in gm.graph.nodes if n.target is torch.ops.aten.mul.Tensor)]
+    assert on_rows.args[0].name == "x_1" and again not in gm.graph.nodes
+    x, w = torch.randn(5, 4), torch.randn(4, 3)
+    torch.testing.assert_close(gm(x, w), f(x, w))
+    assert graph_utils.read_sizes_early(gm.graph) == 0  # nothing left to move

@@ -69,7 +69,8 @@ training; mixed q/k/v dtypes or devices; a mask in another dtype than q; a where
 only redo bmm/softmax/bmm).
 
 Exactness: the scale is applied where SDPA applies it, a constant as its dtype holds it (``full((), 0.1,
-dtype=bf16)`` is 0.10009765625); a where-mask ``where(c, s, fill)`` becomes the additive mask ``where(c, 0,
+dtype=bf16)`` is 0.10009765625); several constant factors fold into one only when all enlarge or all shrink the
+scores (``* 1e38 * 1e-38`` overflows in eager: a near miss); a where-mask ``where(c, s, fill)`` becomes the additive mask ``where(c, 0,
 fill)`` (``s + fill == fill`` in fp32/bf16 for any real score, so even rows with every key masked give eager's
 uniform weights; in fp16 only such fully-masked rows can differ). Mask terms combine in the graph's order (a
 where-mask replaces what the terms before it added, as eager's overwrite does; two fills of the dtype's minimum
@@ -181,6 +182,7 @@ class _Attention:
     #                       what the rewrite may leave dead
     k_is_transposed: bool = False  # k is [*batch, D, Sk] (no permute to strip): SDPA gets k.mT
     scale: float = 1.0
+    scale_grows: bool | None = None  # whether the constant factors folded into ``scale`` enlarge (or shrink) scores
     scale_tensors: list[tuple[str, fx.Node]] = field(default_factory=list)  # ("mul"|"div", 0-d node), folded into q
     mask: list[_MaskTerm] = field(default_factory=list)
     is_causal: bool = False
@@ -516,7 +518,9 @@ def _scores_op(op: fx.Node, prev: fx.Node, attn: _Attention) -> None:
             attn.softcap *= number if is_op(op, aten.mul) else 1.0 / number
             return
         if number is not None:
-            attn.scale *= number if is_op(op, aten.mul) else 1.0 / number
+            factor = number if is_op(op, aten.mul) else 1.0 / number
+            _check_scale_direction(op, factor, attn)
+            attn.scale *= factor
         elif _is_0d_tensor(other):
             attn.scale_tensors.append(("mul" if is_op(op, aten.mul) else "div", other))
         else:
@@ -545,6 +549,19 @@ def _scores_op(op: fx.Node, prev: fx.Node, attn: _Attention) -> None:
     if is_op(op, aten.tanh):
         what += " (logit softcapping)"
     raise _Miss(op, f"{what} between the attention scores {_fmt(shape)} and the softmax cannot be expressed by SDPA")
+
+
+def _check_scale_direction(op: fx.Node, factor: float, attn: _Attention) -> None:
+    """Constant factors fold into one scale only when they all enlarge the scores or all shrink them: then no step
+    of eager's product overflows or underflows where the folded scale would not (``* 1e38 * 1e-38`` is inf in
+    eager for scores above 3.4, and a scale of 1.0 folded)."""
+    if abs(factor) == 1.0:
+        return
+    grows = abs(factor) > 1.0
+    if attn.scale_grows is not None and attn.scale_grows != grows:
+        raise _Miss(op, f"the scores are scaled both up and down by constants (by {attn.scale:g}, then {factor:g}): "
+                        "folded into one scale, a step that overflows or underflows in eager would not")
+    attn.scale_grows = grows
 
 
 def _check_softcap(attn: _Attention) -> None:

@@ -143,6 +143,21 @@ def test_dynamic_shapes_one_graph_for_all_lengths():
     assert joint_stage(recs).ops_after.get(SDPA_CPU) == 1 and "aten.bmm" not in joint_stage(recs).ops_after
 
 
+@pytest.mark.parametrize("batch", [B, 3], ids=["batch-is-kv-heads", "distinct-sizes"])
+def test_dynamic_every_dim(batch):
+    """dynamic=True over q/k/v/mask themselves, K/V repeated a config number of times (HF's
+    ``num_key_value_groups``). With batch == kv heads, duck sizing gives both one symbol and the graph asks the
+    scores for their head count (``(2*s0**2)//s0``); that size query is read from an input instead, so the scores
+    have no other user and the rewrite fires."""
+    def attention(q, k, v, mask):
+        return llama_attention(q, repeat_kv(k, H // HKV), repeat_kv(v, H // HKV), mask)
+
+    q, k, v = qkv(batch=batch)
+    recs = check(attention, q, k, v, padding_mask(batch=batch, k_len=S + 3), dynamic=True)
+    (m,) = matches(recs)
+    assert any(c.isalpha() for c in m.detail["q"]) and m.detail["gqa"] == "enable_gqa (x2)", m.detail
+
+
 def test_constant_mask_that_is_not_causal_is_kept():
     def attention(q, k, v):  # a sliding-window mask built in the graph: constant, but not SDPA's is_causal
         i, j = torch.arange(S)[:, None], torch.arange(S)[None, :]
@@ -630,6 +645,30 @@ def test_not_fired_scores_scaled_by_infinity():
 
     _, recs = compile_with_records(attention, *qkv(heads_kv=H), patterns=PATTERN)  # (the values: Inductor's own)
     assert matches(recs) == [] and any("multiplied by inf" in r for r in near_misses(recs))
+
+
+def test_not_fired_scores_scaled_up_then_down():
+    """``* 1e38 * 1e-38`` overflows in eager for scores above 3.4; folded, it would be a scale of 1."""
+    def attention(q, k, v):
+        w = torch.matmul(q, k.transpose(-1, -2)) * 1e38 * 1e-38
+        return torch.matmul(torch.softmax(w, dim=-1), v)
+
+    q, k, v = qkv(heads_kv=H)
+    out, recs = compile_with_records(attention, q, k, v, patterns=PATTERN)
+    assert matches(recs) == [] and any("scaled both up and down" in r for r in near_misses(recs))
+    assert out.isnan().any()  # the overflow, kept; its inf rows as stock Inductor's softmax gives them
+    torch._dynamo.reset()
+    torch.testing.assert_close(out, torch.compile(attention)(q, k, v), equal_nan=True)
+
+
+def test_constant_scales_that_all_shrink_fold_into_one():
+    """GPT-2's ``/ sqrt(d)`` then ``/ (layer_idx + 1)``: every step shrinks the scores, so one scale is exact."""
+    def attention(q, k, v):
+        w = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(D) / 3.0
+        return torch.matmul(torch.softmax(w, dim=-1), v)
+
+    (m,) = matches(check(attention, *qkv(heads_kv=H)))
+    assert m.detail["scale"] == pytest.approx(1 / (3 * math.sqrt(D)))
 
 
 @pytest.mark.parametrize("mask", ["causal", "all"])
