@@ -16,6 +16,9 @@ tokens are compared with uncompiled ``generate``'s (``same_tokens``). Variants:
     fusion_passes     generate with CompileConfig(backend="fusion_passes")       (trees)
     fusion_passes+static   generate with CompileConfig(backend=fusion_passes.backend(cudagraphs="static"))
     graphed_loop      a greedy loop over HF's StaticCache, the step = cuda_graph_step(compiled model's call)
+    stock+dynamic     generate with HF's default DynamicCache, model.forward = torch.compile(model.forward)
+    fusion_passes+dynamic   the same with backend="fusion_passes": the cache grows every step, so after two
+                      lengths Dynamo compiles one graph with a symbolic cache length (no CUDA graphs)
 
 Writes ``benchmarks/results/generate_<device>_<torch>.json``.
 """
@@ -35,7 +38,8 @@ from common import add_run_args, write_results  # noqa: E402
 
 import fusion_passes  # noqa: E402
 
-VARIANTS = ("eager", "stock", "fusion_passes", "fusion_passes+static", "graphed_loop")
+VARIANTS = ("eager", "stock", "fusion_passes", "fusion_passes+static", "graphed_loop", "stock+dynamic",
+            "fusion_passes+dynamic")
 
 
 def hf_generate(model, variant: str, device: str):
@@ -56,6 +60,23 @@ def hf_generate(model, variant: str, device: str):
         if config is None:
             return model.generate(prompt, **kw, disable_compile=True)
         return model.generate(prompt, **kw, compile_config=config)
+
+    return run
+
+
+def dynamic_cache_generate(model, variant: str):
+    """``run(prompt, n)``: HF's ``generate`` with its default DynamicCache, ``model.forward`` compiled by the
+    variant's backend for the call (what a user who never picks a cache writes)."""
+    backend = "inductor" if variant.startswith("stock") else "fusion_passes"
+    forward = torch.compile(model.forward, backend=backend)
+
+    def run(prompt, n):
+        model.forward = forward
+        try:
+            return model.generate(prompt, max_new_tokens=n, min_new_tokens=n, do_sample=False, pad_token_id=0,
+                                  disable_compile=True)
+        finally:
+            del model.forward  # the class's forward again
 
     return run
 
@@ -135,8 +156,12 @@ def main(argv=None) -> int:
     with torch.no_grad():
         for variant in args.variants:
             torch._dynamo.reset()
-            run = graphed_loop(model, args.device) if variant == "graphed_loop" else hf_generate(model, variant,
-                                                                                                  args.device)
+            if variant == "graphed_loop":
+                run = graphed_loop(model, args.device)
+            elif variant.endswith("+dynamic"):
+                run = dynamic_cache_generate(model, variant)
+            else:
+                run = hf_generate(model, variant, args.device)
             rec = dict(model=args.model, attn=args.attn, prompt=args.prompt, batch=args.batch, variant=variant)
             with fusion_passes.capture() as graphs:  # how each of our graphs ran (static, trees, none)
                 try:

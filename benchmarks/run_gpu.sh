@@ -49,6 +49,8 @@
 #   bash benchmarks/run_gpu.sh s31_verify  # (session 31) the graphed step after another compile packs its weights (GPU
 #                                          # test), then packdecode_paired's 1B half (the run that crashed before the fix)
 #   bash benchmarks/run_gpu.sh headline  # (session 35) 1B and 8B decode: eager, stock, ours; the chain per linear
+#   bash benchmarks/run_gpu.sh s36       # (session 36) HF generate over DynamicCache, forward compiled: eager, stock,
+#                                        # ours; Qwen2-shape 512 x 1 prefill paired: stock, ours, ours without packing
 #   bash benchmarks/run_gpu.sh s28_steps # the final kernel's graphed decode steps, 1B and 8B: stock vs ours
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
@@ -411,6 +413,14 @@ case "${1:-}" in
       --out "$OUT/e2e_decode_s35_llama-8b_eager.json" 2>&1 | grep -v Warning | tail -6
     timeout 120 python3 benchmarks/bench_gemv_chain.py --rows 1 --variants cublas ours read \
       --out "$OUT/gemv_chain_s35.json" 2>&1 | grep -v Warn | tail -16 ;;
+  s36)  # (session 36) HF generate with its default DynamicCache, model.forward compiled (no CUDA graphs): uncompiled,
+        # stock, ours; then the Qwen2-shape 512 x 1 prefill, paired: stock, ours, ours without the packing
+    timeout 330 python3 benchmarks/bench_generate.py --model llama-1b --attn sdpa --prompt 1024 --new 64 --few 16 \
+      --repeats 3 --variants eager stock+dynamic fusion_passes+dynamic \
+      --out "$OUT/generate_dynamic_s36_llama-1b.json" 2>&1 | grep -v Warning | tail -8
+    timeout 230 python3 benchmarks/bench_e2e.py --model qwen2-1.5b --attn eager --workloads prefill-512 --batches 1 \
+      --variants stock fusion_passes fusion_passes+nopack --rounds 8 --iters 10 \
+      --out "$OUT/e2e_prefill_s36_qwen2-1.5b_paired.json" 2>&1 | grep -v Warning | tail -8 ;;
   s28_steps)  # (session 28) the final kernel's graphed decode steps, 1B then 8B: stock vs ours, eager attention
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \

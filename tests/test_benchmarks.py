@@ -475,10 +475,10 @@ def test_generate_bench_tiny_cpu(tmp_path):
     import bench_generate
 
     out = tmp_path / "gen.json"
-    assert bench_generate.main(["--tiny", "--device", "cpu", "--variants", "eager", "fusion_passes+static",
-                                "graphed_loop", "--out", str(out)]) == 0
+    variants = ["eager", "fusion_passes+static", "graphed_loop", "fusion_passes+dynamic"]
+    assert bench_generate.main(["--tiny", "--device", "cpu", "--variants", *variants, "--out", str(out)]) == 0
     recs = json.loads(out.read_text())["records"]
-    assert [r["variant"] for r in recs] == ["eager", "fusion_passes+static", "graphed_loop"]
+    assert [r["variant"] for r in recs] == variants
     for r in recs:
         assert "error" not in r and r["same_tokens"] is True, r
         # a loaded CI machine can swamp 5 tiny decode steps; then the record says so instead of a negative time

@@ -359,6 +359,34 @@ def _generate_compiled_vs_eager(batch, device="cpu"):
     assert not [e for r in recs for e in r.errors]
 
 
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_hf_generate_with_dynamic_cache_and_compiled_forward(decode_kernels_everywhere, attn):
+    """HF's default DynamicCache with ``model.forward = torch.compile(model.forward, backend="fusion_passes")``: the
+    cache grows every step, so Dynamo compiles the prompt, one decode length, then one graph with a symbolic cache
+    length. The families fire in that graph too, and the tokens are eager's."""
+    import fusion_passes
+
+    model = _causal_lm("llama", attn=attn)
+    prompt = _ids(batch=1, seq=8)
+    kw = dict(max_new_tokens=8, do_sample=False, pad_token_id=0, disable_compile=True)
+    with torch.no_grad():
+        expected = model.generate(prompt, **kw)
+        torch._dynamo.reset()
+        model.forward = torch.compile(model.forward, backend="fusion_passes")
+        try:
+            with fusion_passes.capture() as recs:
+                got = model.generate(prompt, **kw)
+        finally:
+            del model.forward
+    assert torch.equal(got, expected)
+    assert not [e for r in recs for e in r.errors]
+    symbolic = [r for r in recs if any(c.isalpha() for m in r.matches_for("attention_sdpa") for c in m.detail["k"])]
+    assert len(symbolic) == 1, [[m.detail for m in r.matches_for("attention_sdpa")] for r in recs]
+    assert {m.pattern for m in symbolic[0].matches} >= {"attention_sdpa", "decode_gemv"}
+    assert all(m.detail["kernel"].startswith("fusion_passes.decode_attention") for m in symbolic[0].matches_for("attention_sdpa")), [
+        m.detail for m in symbolic[0].matches_for("attention_sdpa")]
+
+
 @pytest.mark.parametrize("batch", [1, 2])
 def test_hf_generate_with_compile_config_backend(decode_kernels_everywhere, batch):
     _generate_compiled_vs_eager(batch)
