@@ -135,6 +135,8 @@ def read_sizes_early(graph: fx.Graph) -> int:
     say, the attention scores, and the families' "used only inside the match" checks would refuse them; read from
     earlier, the value is the same and the intermediate keeps only its real users."""
     aten = torch.ops.aten
+    if not any(is_op(node, aten.sym_size) for node in graph.nodes):
+        return 0  # a graph of static shapes: nothing to move
     scalars: dict = {}  # size expression -> (the first node whose value is that SymInt, the SymInt)
     dims: dict = {}  # size expression -> (the first tensor with a dim of that size, the dim, the SymInt)
     moved = 0
