@@ -285,12 +285,45 @@ def materialise_shared(graph: fx.Graph, value: fx.Node, user: fx.Node, shared: d
     # along the batch), and a buffer cannot be written so (the readers take any strides)
     stride = list(torch._prims_common.make_contiguous_strides_for(t.shape))
     with graph.inserting_after(value):
-        node = graph.call_function(torch.ops.prims.inductor_force_stride_order.default, (value, stride))
+        node = graph.call_function(torch.ops.prims.inductor_force_stride_order.default, (value, []))  # args below
     # its value: a fresh buffer of that layout (the prim's own eager impl copies, which needs a device)
     with torch._guards.detect_fake_mode([t]):
         node.meta["val"] = torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device)
+    with graph.inserting_before(node):
+        stride_args, made = _contiguous_stride_args(graph, value, tuple(t.shape))
+    node.args = (value, stride_args)
     shared[key] = node
-    return node, [node]
+    return node, [*made, node]
+
+
+def _contiguous_stride_args(graph: fx.Graph, value: fx.Node, shape: tuple) -> tuple[list, list[fx.Node]]:
+    """Contiguous strides for ``value`` [*shape] as a call's argument, and the nodes made for it: an int where the
+    stride is static, else a node computing it from ``value``'s sizes (a SymInt written into the arguments would
+    name a symbol the graph does not define)."""
+    import operator
+
+    strides: list = []
+    made: list[fx.Node] = []
+    acc: int | fx.Node = 1
+    value_of = lambda a: val(a) if isinstance(a, fx.Node) else a  # noqa: E731
+    for d in reversed(range(len(shape))):
+        strides.append(acc)
+        size = shape[d]
+        if d == 0:
+            break  # the outermost size is in no stride
+        if isinstance(size, torch.SymInt):
+            size_node = graph.call_function(torch.ops.aten.sym_size.int, (value, d))
+            size_node.meta["val"] = size
+            made.append(size_node)
+            size = size_node
+        if isinstance(acc, int) and isinstance(size, int):
+            acc = acc * size
+            continue
+        product = graph.call_function(operator.mul, (acc, size))
+        product.meta["val"] = value_of(acc) * value_of(size)
+        made.append(product)
+        acc = product
+    return strides[::-1], made
 
 
 def precedes(a: fx.Node, b: fx.Node) -> bool:
