@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
+import time
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -157,6 +158,7 @@ class FusionGraphPass(CustomGraphPass):
         ctx = PassContext(pattern=name, hook=self.hook, record=rec, grad_enabled=self.grad_enabled)
         saved = graph_utils.snapshot(graph)
         n_matches = len(rec.matches) if rec else 0
+        start = time.perf_counter()
         try:
             family.apply(graph, ctx)
             graph.lint()
@@ -168,6 +170,9 @@ class FusionGraphPass(CustomGraphPass):
             if os.environ.get("FUSION_PASSES_RAISE") == "1":
                 raise
             _warn_once(name, f"{type(e).__name__}: {e}")
+        finally:
+            if rec is not None:
+                rec.pass_s[name] = rec.pass_s.get(name, 0.0) + time.perf_counter() - start
 
     def uuid(self) -> Any:
         files = [os.path.join(os.path.dirname(__file__), f) for f in _CORE_FILES]

@@ -77,6 +77,7 @@ class GraphRecord:
     errors: list[PassError] = field(default_factory=list)
     kernels: int | None = None  # kernels Inductor generated for this graph (None: served from cache)
     compile_s: float = 0.0
+    pass_s: dict[str, float] = field(default_factory=dict)  # seconds each family took (both hooks), within compile_s
     cudagraphs: str = ""  # with cudagraphs="static": "static", or "trees (why not static)", or "none (why)"
 
     @property

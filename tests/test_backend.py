@@ -110,6 +110,8 @@ def test_toy_pattern_rewrites_and_records(toys):
     # the other mul (by 3) is a near miss with its reason
     assert [nm.reason for nm in rec.near_misses] == ["multiplier is not the constant 2"]
     assert fusion_passes.last_compile() is rec and rec in fusion_passes.history()
+    # the family's own time, a part of the graph's compile time
+    assert list(rec.pass_s) == ["toy_mul2_to_add"] and 0 < rec.pass_s["toy_mul2_to_add"] < rec.compile_s
 
 
 def test_global_config_untouched_and_options_forwarded(toys):

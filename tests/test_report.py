@@ -227,6 +227,7 @@ def test_json_schema(rep, tmp_path):
                                                "saved_bytes": 384, "sources": [m.source for m in rep.matches]}]}
     g1 = data["graphs"][0]
     assert {"graph_id", "compile_id", "kernels", "matches", "near_misses", "errors", "stages", "saved_bytes"} <= set(g1)
+    assert set(g1["pass_s"]) == {"toy_mul2_bytes"} and 0 <= g1["pass_s"]["toy_mul2_bytes"] <= g1["compile_s"]
     assert g1["stages"][0]["ops_delta"] == {"aten.add": [0, 1], "aten.mul": [1, 0]}
     assert g1["stages"][0]["diff"].startswith("--- graph 1 post_grad before")
     assert "mul = torch.ops.aten.mul.Tensor(bmm, 2)" in g1["stages"][0]["code_before"]
@@ -244,6 +245,7 @@ def test_text_has_every_section(rep):
         assert f"\n{title}\n" in text
     assert "multiplier is not the constant 2" in text and "Data-dependent branching" in text
     assert "blocked attention_sdpa (heuristic)" in text and "1→2" in text
+    assert "compile s    passes s" in text  # our families' share of each graph's compile
     assert "--- graph 1 post_grad before" not in text and "--- graph 1 post_grad before" in rep.text(diffs=True)
 
 

@@ -120,7 +120,8 @@ class _ReportingBackend(FusionBackend):
         if rec is not None:
             kernels = "cache hit" if rec.kernels is None else f"{rec.kernels} kernel(s)"
             graphs = f", CUDA graphs: {rec.cudagraphs}" if rec.cudagraphs else ""
-            self.say(f"graph {gid}: compiled in {rec.compile_s:.1f} s ({kernels}, {len(rec.matches)} match(es), "
+            self.say(f"graph {gid}: compiled in {rec.compile_s:.1f} s, our passes {sum(rec.pass_s.values()):.1f} s "
+                     f"({kernels}, {len(rec.matches)} match(es), "
                      f"{len(rec.near_misses)} near miss(es){graphs})")
         return compiled
 
@@ -183,7 +184,7 @@ def _graph_report(rec: records.GraphRecord, gid: int, event: GraphEvent | None, 
     stages = [StageReport(s.hook, s.code_before, s.code_after or s.code_before, dict(s.ops_before),
                           dict(s.ops_after or s.ops_before)) for s in rec.stages]
     g = GraphReport(graph_id=gid, compile_id=cid, num_nodes=rec.num_nodes, kernels=rec.kernels,
-                    compile_s=rec.compile_s, cudagraphs=rec.cudagraphs, passes_ran=rec.passes_ran, stages=stages,
+                    compile_s=rec.compile_s, pass_s=dict(rec.pass_s), cudagraphs=rec.cudagraphs, passes_ran=rec.passes_ran, stages=stages,
                     matches=renum(rec.matches), near_misses=renum(rec.near_misses), errors=renum(rec.errors))
     if event is not None:
         g.ended_by = "graph break" if event.graph_break else ""

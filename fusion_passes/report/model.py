@@ -117,6 +117,7 @@ class GraphReport:
     num_nodes: int = 0
     kernels: int | None = None
     compile_s: float = 0.0
+    pass_s: dict[str, float] = field(default_factory=dict)  # seconds each of our families took, within compile_s
     cudagraphs: str = ""  # with backend(cudagraphs="static"): "static", or what the graph got instead and why
     passes_ran: bool = True
     stages: list[StageReport] = field(default_factory=list)
@@ -293,6 +294,7 @@ def _graph_dict(g: GraphReport, code: bool) -> dict[str, Any]:
         "num_nodes": g.num_nodes,
         "kernels": g.kernels,
         "compile_s": round(g.compile_s, 3),
+        "pass_s": {k: round(v, 3) for k, v in g.pass_s.items()},
         "cudagraphs": g.cudagraphs,
         "passes_ran": g.passes_ran,
         "ended_by": g.ended_by,

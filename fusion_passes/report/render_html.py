@@ -120,10 +120,10 @@ def _graphs(rep: FusionReport) -> str:
     rows = [[_graph_link(rep, g.graph_id), e(g.compile_id or "–"), str(g.num_nodes),
              "cached" if g.kernels is None else str(g.kernels), str(len(g.matches)), str(len(g.near_misses)),
              e(format_bytes(g.saved_bytes)) if g.saved_bytes else "–", f"{g.compile_s:.2f}",
-             e(g.ended_by or "return"), f"<code>{e(', '.join(g.head_ops))}</code>",
+             f"{sum(g.pass_s.values()):.2f}", e(g.ended_by or "return"), f"<code>{e(', '.join(g.head_ops))}</code>",
              f"<code>{e(', '.join(g.tail_ops))}</code>"] for g in rep.graphs]
     table = _table(["graph", "Dynamo frame", "nodes", "kernels", "matches", "near misses", "saves", "compile s",
-                    "ends at", "first ops", "last ops"], rows, "graphs", num_cols=(2, 3, 4, 5, 7))
+                    "passes s", "ends at", "first ops", "last ops"], rows, "graphs", num_cols=(2, 3, 4, 5, 7, 8))
     return _section("graphs", "Compiled graphs", table if rows else "", "No graph was compiled.")
 
 

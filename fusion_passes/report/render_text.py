@@ -91,11 +91,11 @@ def graphs_table(rep: FusionReport) -> str:
     rows = [
         (g.graph_id, g.compile_id or "-", g.num_nodes, "cached" if g.kernels is None else g.kernels, len(g.matches),
          len(g.near_misses), format_bytes(g.saved_bytes) if g.saved_bytes else "-", f"{g.compile_s:.2f}",
-         g.ended_by or "return")
+         f"{sum(g.pass_s.values()):.2f}", g.ended_by or "return")
         for g in rep.graphs
     ]
     return tabulate(rows, headers=["graph", "frame", "nodes", "kernels", "matches", "near misses", "saves",
-                                   "compile s", "ends at"])
+                                   "compile s", "passes s", "ends at"])
 
 
 def families_table(rep: FusionReport) -> str:
