@@ -51,6 +51,7 @@
 #   bash benchmarks/run_gpu.sh headline  # (session 35) 1B and 8B decode: eager, stock, ours; the chain per linear
 #   bash benchmarks/run_gpu.sh s36       # (session 36) HF generate over DynamicCache, forward compiled: eager, stock,
 #                                        # ours; Qwen2-shape 512 x 1 prefill paired: stock, ours, ours without packing
+#   bash benchmarks/run_gpu.sh compile   # (session 36) first-call compile time, stock vs ours, where it goes (cProfile)
 #   bash benchmarks/run_gpu.sh s28_steps # the final kernel's graphed decode steps, 1B and 8B: stock vs ours
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
@@ -421,6 +422,12 @@ case "${1:-}" in
     timeout 230 python3 benchmarks/bench_e2e.py --model qwen2-1.5b --attn eager --workloads prefill-512 --batches 1 \
       --variants stock fusion_passes fusion_passes+nopack --rounds 8 --iters 10 \
       --out "$OUT/e2e_prefill_s36_qwen2-1.5b_paired.json" 2>&1 | grep -v Warning | tail -8 ;;
+  compile)  # (session 36) where the first call's compile time goes, stock vs ours, fresh caches: 1B decode profiled,
+            # then the 8B decode's times alone
+    timeout 300 python3 benchmarks/profile_compile.py --model llama-1b --workload decode-1024 --profile \
+      --out "$OUT/compile_s36_llama-1b.json" 2>&1 | grep -v Warning | tail -6
+    timeout 250 python3 benchmarks/profile_compile.py --model llama-8b --workload decode-1024 \
+      --out "$OUT/compile_s36_llama-8b.json" 2>&1 | grep -v Warning | tail -6 ;;
   s28_steps)  # (session 28) the final kernel's graphed decode steps, 1B then 8B: stock vs ours, eager attention
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \

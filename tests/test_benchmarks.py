@@ -628,3 +628,18 @@ def test_sass_loop_probe_compiles_a_table_entry():
     text, regs, stack = probe_sass_loop.sass(key, {})
     loop = probe_sass_loop.hot_loop(text)
     assert loop["weight_loads"] and loop["ffma"] and 0 < regs <= 255 and stack == 0
+
+
+def test_compile_profile_tiny_cpu(tmp_path):
+    """One variant in a fresh process: its first call's time, our families' seconds, cProfile's self time by area."""
+    import profile_compile
+
+    out = tmp_path / "compile.json"
+    assert profile_compile.main(["--tiny", "--device", "cpu", "--variants", "fusion_passes", "--profile", "--top", "5",
+                                 "--out", str(out)]) == 0
+    (rec,) = json.loads(out.read_text())["records"]
+    assert "error" not in rec, rec
+    assert rec["first_call_s"] > 0 and rec["graphs"] >= 1
+    assert {"attention_sdpa", "qkv_packing"} <= set(rec["pass_s"]) and rec["passes_total_s"] > 0
+    assert "inductor" in rec["self_s_by_area"] and len(rec["top_cumulative"]) == 5
+    assert profile_compile.area_of("/x/site-packages/torch/_inductor/graph.py") == "inductor"
