@@ -8,7 +8,9 @@ Per variant (``stock``, ``fusion_passes``): the first call's wall time (Dynamo, 
 Inductor's code generation, kernel compiles), our families' own seconds from the records (``pass_s``), and with
 ``--profile`` the functions with the most cumulative time under cProfile, grouped by where they live (ours,
 Triton, Inductor, Dynamo, other). Each variant runs in a subprocess with its own empty Inductor / Triton cache
-directories, so neither reuses kernels the other compiled. Writes ``benchmarks/results/compile_<device>_<torch>.json``.
+directories, so neither reuses kernels the other compiled. ``--variants fusion_passes-nomemo`` is ours without
+``fusion_passes.kernels.access_memo`` (torch's TTIR analysis of our kernels redone at every call site);
+``kernel_analysis`` counts analyses done and reused and their seconds. Writes ``benchmarks/results/compile_<device>_<torch>.json``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 
 VARIANTS = ("stock", "fusion_passes")
+# ours without fusion_passes.kernels.access_memo: what reusing torch's kernel-access analysis saves
+EXTRA_VARIANTS = ("eager", "fusion_passes-nomemo")
 # cProfile rows are attributed to the first of these path fragments their file contains
 AREAS = (("ours", "fusion_passes"), ("triton", "triton"), ("inductor", "torch/_inductor"),
          ("dynamo", "torch/_dynamo"), ("aot", "torch/_functorch"))
@@ -40,7 +44,10 @@ def one_variant(args) -> dict:
 
     import torch
 
+    import contextlib
+
     import fusion_passes
+    from fusion_passes.kernels import access_memo
     from bench_e2e import build_model, workload_inputs
     from common import run_dtype
 
@@ -48,6 +55,8 @@ def one_variant(args) -> dict:
     model = build_model(args.model, args.attn, args.device, dtype)
     step = workload_inputs(model, args.workload, 1, args.device)()
     torch._dynamo.reset()
+    if args.variant == "fusion_passes-nomemo":
+        access_memo.memoized = contextlib.nullcontext
     compiled = model if args.variant == "eager" else torch.compile(
         model, backend="inductor" if args.variant == "stock" else fusion_passes.backend())
     profiler = cProfile.Profile() if args.profile else None
@@ -67,7 +76,8 @@ def one_variant(args) -> dict:
             pass_s[name] = round(pass_s.get(name, 0.0) + s, 3)
     rec = dict(model=args.model, attn=args.attn, workload=args.workload, variant=args.variant,
                first_call_s=round(first_s, 2), graphs=len(recs), pass_s=pass_s,
-               passes_total_s=round(sum(pass_s.values()), 3))
+               passes_total_s=round(sum(pass_s.values()), 3),
+               kernel_analysis={k: round(v, 2) for k, v in access_memo.stats.items()})
     if profiler:
         stats = pstats.Stats(profiler).stats  # (file, line, fn) -> (calls, prim calls, tottime, cumtime, callers)
         self_by_area: dict[str, float] = {}
@@ -88,7 +98,7 @@ def main(argv=None) -> int:
     p.add_argument("--model", default="llama-1b")
     p.add_argument("--attn", default="eager")
     p.add_argument("--workload", default="decode-1024")
-    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=(*VARIANTS, "eager"))
+    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=(*VARIANTS, *EXTRA_VARIANTS))
     p.add_argument("--profile", action="store_true", help="cProfile the first call (slows it: compare within)")
     p.add_argument("--top", type=int, default=40)
     p.add_argument("--variant", help=argparse.SUPPRESS)  # set in the subprocess: run one variant here
@@ -121,7 +131,7 @@ def main(argv=None) -> int:
         print(json.dumps(rec, indent=1), file=sys.stderr, flush=True)
         records.append(rec)
     print(tabulate([{k: r.get(k) for k in ("model", "workload", "variant", "first_call_s", "graphs", "passes_total_s",
-                                           "self_s_by_area", "error")} for r in records], headers="keys"))
+                                           "kernel_analysis", "self_s_by_area", "error")} for r in records], headers="keys"))
     return write_results(records, "compile", args.out, key=("model", "attn", "workload", "variant"),
                          device=args.device)
 

@@ -52,6 +52,8 @@
 #   bash benchmarks/run_gpu.sh s36       # (session 36) HF generate over DynamicCache, forward compiled: eager, stock,
 #                                        # ours; Qwen2-shape 512 x 1 prefill paired: stock, ours, ours without packing
 #   bash benchmarks/run_gpu.sh compile   # (session 36) first-call compile time, stock vs ours, where it goes (cProfile)
+#   bash benchmarks/run_gpu.sh s37       # (session 37) the access-memo GPU test; first-call compile time with fresh
+#                                        # caches: 1B decode stock, ours, ours without the memo; 8B decode stock, ours
 #   bash benchmarks/run_gpu.sh s28_steps # the final kernel's graphed decode steps, 1B and 8B: stock vs ours
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
@@ -428,6 +430,13 @@ case "${1:-}" in
       --out "$OUT/compile_s36_llama-1b.json" 2>&1 | grep -v Warning | tail -6
     timeout 250 python3 benchmarks/profile_compile.py --model llama-8b --workload decode-1024 \
       --out "$OUT/compile_s36_llama-8b.json" 2>&1 | grep -v Warning | tail -6 ;;
+  s37)  # (session 37) fusion_passes.kernels.access_memo: its GPU test, then first-call compile times (fresh caches)
+    timeout 120 python3 -m pytest -q -m gpu tests/kernels/test_access_memo.py 2>&1 | tail -4
+    timeout 240 python3 benchmarks/profile_compile.py --model llama-1b --workload decode-1024 \
+      --variants stock fusion_passes fusion_passes-nomemo \
+      --out "$OUT/compile_s37_llama-1b.json" 2>&1 | grep -v Warning | tail -6
+    timeout 220 python3 benchmarks/profile_compile.py --model llama-8b --workload decode-1024 \
+      --variants fusion_passes stock --out "$OUT/compile_s37_llama-8b.json" 2>&1 | grep -v Warning | tail -6 ;;
   s28_steps)  # (session 28) the final kernel's graphed decode steps, 1B then 8B: stock vs ours, eager attention
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \

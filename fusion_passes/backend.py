@@ -23,6 +23,7 @@ from torch._inductor import config as inductor_config
 from torch._inductor import metrics
 
 from . import records
+from .kernels import access_memo
 from .records import PassError
 from .pass_manager import HOOK_CONFIG, FusionGraphPass
 from .static_cudagraphs import StaticCudaGraphs, blocker
@@ -108,7 +109,7 @@ class FusionBackend:
         start = time.perf_counter()
         fell_back = False
         try:
-            with records.active(rec):
+            with records.active(rec), access_memo.memoized():
                 compiled = compile_fx(gm, example_inputs, config_patches=self.config_patches(grad_enabled, trees))
         except Exception as e:
             if (not rec.matches or isinstance(e, torch._dynamo.exc.RestartAnalysis)
