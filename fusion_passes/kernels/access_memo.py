@@ -40,11 +40,13 @@ def _arg_key(value):
     """What of one kernel argument can change the generated TTIR; None when we cannot tell (no reuse)."""
     import sympy
 
+    from torch._inductor.ir import TensorBox
+
+    # torch analyses an empty tensor of the same dtype in place of each (fake) tensor or TensorBox
     if isinstance(value, torch.Tensor):
         return ("tensor", value.dtype)
-    get_dtype = getattr(value, "get_dtype", None)  # Inductor's TensorBox / buffers during lowering
-    if get_dtype is not None:
-        return ("tensor", get_dtype())
+    if isinstance(value, TensorBox):  # during lowering
+        return ("tensor", value.get_dtype())
     if value is None or isinstance(value, (bool, int, float, str, torch.dtype)):
         return (type(value).__name__, value)
     if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool, sympy.Expr)):
