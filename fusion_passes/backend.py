@@ -112,7 +112,7 @@ class FusionBackend:
             with records.active(rec), access_memo.memoized():
                 compiled = compile_fx(gm, example_inputs, config_patches=self.config_patches(grad_enabled, trees))
         except Exception as e:
-            if (not rec.matches or isinstance(e, torch._dynamo.exc.RestartAnalysis)
+            if (not (rec.matches or rec.sizes_moved) or isinstance(e, torch._dynamo.exc.RestartAnalysis)
                     or os.environ.get("FUSION_PASSES_RAISE") == "1"):
                 records.discard(rec)  # Dynamo's restart-analysis signals: the graph will come again
                 raise
@@ -135,13 +135,15 @@ class FusionBackend:
 
         fired = sorted({m.pattern for m in rec.matches})
         reason = f"{type(error).__name__}: {next(iter(str(error).strip().splitlines()), '')}"
-        message = (f"Inductor failed to compile graph {rec.graph_id} after {', '.join(fired)} rewrote it ({reason}); "
+        what = f"{', '.join(fired)} rewrote it" if fired else f"we moved {rec.sizes_moved} of its size queries"
+        message = (f"Inductor failed to compile graph {rec.graph_id} after {what} ({reason}); "
                    "compiled it without fusion passes")
         warnings.warn(f"fusion_passes: {message}", stacklevel=3)
         rec.matches.clear()
         rec.stages.clear()
         rec.near_misses.clear()
-        rec.errors.extend(PassError(name, rec.graph_id, message) for name in fired)
+        rec.sizes_moved = 0
+        rec.errors.extend(PassError(name, rec.graph_id, message) for name in fired or ["(size queries)"])
         return compile_fx(gm, example_inputs, config_patches=self._inductor_options(trees))
 
     def compile(self, model, **kwargs):

@@ -133,14 +133,22 @@ def read_sizes_early(graph: fx.Graph) -> int:
     Under dynamic shapes the graph can ask an intermediate for a size it cannot write from the inputs (a view's
     ``-1`` dim, ``(2*s0**2)//s0`` when duck sizing gave two dims one symbol). Such a query is one more user of,
     say, the attention scores, and the families' "used only inside the match" checks would refuse them; read from
-    earlier, the value is the same and the intermediate keeps only its real users."""
+    earlier, the value is the same and the intermediate keeps only its real users.
+
+    In a joint (training) graph nothing computed from a ``tangents_*`` input is a source: a forward size query
+    pointed at a gradient's dim would make the forward depend on the backward, which the partitioner rejects."""
     aten = torch.ops.aten
     if not any(is_op(node, aten.sym_size) for node in graph.nodes):
         return 0  # a graph of static shapes: nothing to move
     scalars: dict = {}  # size expression -> (the first node whose value is that SymInt, the SymInt)
     dims: dict = {}  # size expression -> (the first tensor with a dim of that size, the dim, the SymInt)
+    backward: set = set()  # nodes computed from a tangent
     moved = 0
     for node in list(graph.nodes):
+        if (node.op == "placeholder" and "tangents" in str(node.target)) or any(
+                a in backward for a in node.all_input_nodes):
+            backward.add(node)
+            continue
         value = val(node)
         if is_op(node, aten.sym_size) and len(node.args) == 2 and isinstance(value, torch.SymInt):
             scalar = _same_size(value, scalars)

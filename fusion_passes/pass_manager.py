@@ -131,7 +131,9 @@ class FusionGraphPass(CustomGraphPass):
             stage = records.StageRecord(self.hook, graph_utils.graph_code(graph), ops_before=graph_utils.op_counts(graph))
             rec.stages.append(stage)
         if self.families:
-            self._read_sizes_early(graph)
+            moved = self._read_sizes_early(graph)
+            if rec is not None:
+                rec.sizes_moved += moved
         for name in self.families:
             self._run_family(name, graph, rec)
         if stage is not None:
@@ -140,18 +142,20 @@ class FusionGraphPass(CustomGraphPass):
         for user_pass in _as_tuple(self.chained):
             user_pass(graph)
 
-    def _read_sizes_early(self, graph: fx.Graph) -> None:
+    def _read_sizes_early(self, graph: fx.Graph) -> int:
         """``graph_utils.read_sizes_early``, so that size queries do not count as users of what a family matches;
-        if it raises, the graph is put back and the families run on it as it was."""
+        if it raises, the graph is put back and the families run on it as it was. Returns how many it moved."""
         saved = graph_utils.snapshot(graph)
         try:
-            graph_utils.read_sizes_early(graph)
+            moved = graph_utils.read_sizes_early(graph)
             graph.lint()
+            return moved
         except Exception as e:  # noqa: BLE001 - never breaks the compile
             graph_utils.restore(graph, saved)
             if os.environ.get("FUSION_PASSES_RAISE") == "1":
                 raise
             _warn_once("(size queries)", f"{type(e).__name__}: {e}")
+            return 0
 
     def _run_family(self, name: str, graph: fx.Graph, rec) -> None:
         family = get_family(name)

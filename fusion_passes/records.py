@@ -78,6 +78,7 @@ class GraphRecord:
     kernels: int | None = None  # kernels Inductor generated for this graph (None: served from cache)
     compile_s: float = 0.0
     pass_s: dict[str, float] = field(default_factory=dict)  # seconds each family took (both hooks), within compile_s
+    sizes_moved: int = 0  # size queries graph_utils.read_sizes_early pointed at an earlier value (a rewrite too)
     cudagraphs: str = ""  # with cudagraphs="static": "static", or "trees (why not static)", or "none (why)"
 
     @property

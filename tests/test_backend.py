@@ -225,6 +225,32 @@ def test_inductor_failing_on_a_rewritten_graph_compiles_it_without_our_passes(to
     assert rec.matches == [] and rec.stages == [] and rec.kernels is not None
 
 
+def test_inductor_failing_after_we_only_moved_size_queries_compiles_without_our_passes(toys, monkeypatch):
+    """Moving size queries (``graph_utils.read_sizes_early``) rewrites the graph too, with no family's match to
+    show for it: if Inductor then fails, the graph is still compiled as stock Inductor would, with a warning."""
+    from fusion_passes import graph_utils
+    from tests.toy_patterns import _times_two
+
+    def moves_and_breaks(graph):  # stands in for a move Inductor cannot compile
+        mul = next(n for n in graph.nodes if n.target is torch.ops.aten.mul.Tensor)
+        with graph.inserting_before(mul):
+            bad = graph.call_function(_times_two, (mul.args[0],))
+        bad.meta.update(mul.meta)
+        mul.replace_all_uses_with(bad)
+        graph.erase_node(mul)
+        return 1
+
+    monkeypatch.delenv("FUSION_PASSES_RAISE", raising=False)
+    monkeypatch.setattr(graph_utils, "read_sizes_early", moves_and_breaks)
+    x = torch.randn(8)
+    with pytest.warns(UserWarning, match="after we moved 1 of its size queries"):
+        out, (rec,) = compile_with_records(f, x, patterns=["qkv_packing"])
+    torch.testing.assert_close(out, f(x))
+    (err,) = rec.errors
+    assert err.pattern == "(size queries)" and "compiled it without fusion passes" in err.error
+    assert rec.sizes_moved == 0 and rec.stages == []
+
+
 def test_inductor_failure_raises_under_fusion_passes_raise(toys):
     with pytest.raises(Exception, match="_times_two"):
         compile_with_records(f, torch.randn(8), patterns=["toy_uncompilable"])

@@ -105,3 +105,48 @@ def test_read_sizes_early_moves_size_queries_off_intermediates():
     x, w = torch.randn(5, 4), torch.randn(4, 3)
     torch.testing.assert_close(gm(x, w), f(x, w))
     assert graph_utils.read_sizes_early(gm.graph) == 0  # nothing left to move
+
+
+def test_read_sizes_early_never_reads_a_gradient_in_a_joint_graph():
+    """Training under dynamic shapes: the forward asks a view for its ``-1`` dim, which no earlier SymInt holds
+    but the output's gradient (a ``tangents_*`` input, first in the joint graph) does. Pointed there, the forward
+    would depend on the backward and the partitioner failed ("Node view_2 was invalid, but is output")."""
+    import fusion_passes
+
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(8, 32)
+
+    def patches(x):  # [batch, tokens, features] -> tokens * features / 8 patches of 8
+        return lin(x.reshape(x.shape[0], -1, 8))
+
+    torch._dynamo.reset()
+    compiled = torch.compile(patches, backend=fusion_passes.backend(), dynamic=True)
+    with fusion_passes.capture() as recs:
+        for shape in [(2, 4, 16), (3, 6, 4)]:
+            x = torch.randn(*shape, requires_grad=True)
+            x_ref = x.detach().clone().requires_grad_()
+            out = compiled(x)
+            out.sum().backward()
+            expected = patches(x_ref)
+            expected.sum().backward()
+            torch.testing.assert_close(out, expected)
+            torch.testing.assert_close(x.grad, x_ref.grad)
+    assert recs and all(not r.errors for r in recs), [r.errors for r in recs]
+    assert any(r.passes_ran for r in recs)
+
+
+def test_read_sizes_early_leaves_forward_queries_off_tangents():
+    """The joint graph itself: the forward's query on the view keeps reading the view (or another forward
+    value), never the tangent, though the tangent comes first and has a dim of that size."""
+    def joint(x, tangents_1):
+        y = x.reshape(x.shape[0], -1, 8)
+        return y * y.shape[1], tangents_1 * 2
+
+    gm = make_fx(joint, tracing_mode="symbolic")(torch.randn(2, 4, 16), torch.randn(2, 8, 8))
+    tangent = next(n for n in gm.graph.nodes if n.op == "placeholder" and "tangents" in n.name)
+    view = next(n for n in gm.graph.nodes if n.target is torch.ops.aten.view.default)
+    tangent.meta["val"] = view.meta["val"]  # as in a joint graph: the gradient has the output's symbolic sizes
+    query = next(n for n in gm.graph.nodes if n.target is torch.ops.aten.sym_size.int and n.args[0] is view)
+    graph_utils.read_sizes_early(gm.graph)
+    gm.graph.lint()
+    assert query.args[0] is not tangent, gm.code

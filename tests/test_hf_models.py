@@ -404,6 +404,45 @@ def test_gpu_hf_generate_with_compile_config_backend():
     _generate_compiled_vs_eager(2, device="cuda")
 
 
+def _left_padded_generate(device):
+    """HF generate, sdpa attention, a batch of two 7-token prompts, the first left-padded by 3: its first rows
+    allow no key, where SDPA gives 0 (a NaN there reaches every later layer through 0 * NaN in P @ V)."""
+    import fusion_passes
+
+    model = _causal_lm("llama", attn="sdpa").to(device)
+    ids = _ids(batch=2, seq=7).to(device)
+    mask = torch.ones_like(ids)
+    mask[0, :3], ids[0, :3] = 0, 0
+    kw = dict(max_new_tokens=6, do_sample=False, pad_token_id=0, disable_compile=True, output_logits=True,
+              return_dict_in_generate=True)
+    with torch.no_grad():
+        expected = model.generate(ids, attention_mask=mask, **kw)
+        torch._dynamo.reset()
+        model.forward = torch.compile(model.forward, backend="fusion_passes")
+        try:
+            with fusion_passes.capture() as recs:
+                got = model.generate(ids, attention_mask=mask, **kw)
+        finally:
+            del model.forward
+    kernels = {m.detail["kernel"] for r in recs for m in r.matches_for("attention_sdpa")}
+    assert any(k.startswith("fusion_passes.decode_attention") for k in kernels), kernels
+    assert not any(step.isnan().any() for step in got.logits)
+    assert torch.equal(got.sequences, expected.sequences)
+    for a, b in zip(got.logits, expected.logits):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_hf_generate_left_padded_short_prompt_sdpa(decode_kernels_everywhere):
+    _left_padded_generate("cpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_gpu_hf_generate_left_padded_short_prompt_sdpa():
+    """On CUDA, fp32, default policies: the decode kernel takes the 7-token prompt and the steps."""
+    _left_padded_generate("cuda")
+
+
 def test_hf_cache_kwargs_follows_the_forward_signature():
     """Newer transformers take the KV cache as ``cache=`` (``past_key_values=`` warns, and goes in 5.40); 5.17, on
     the GPU machine, knows only ``past_key_values=``."""

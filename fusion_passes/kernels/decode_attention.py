@@ -18,7 +18,9 @@ measured slower (session 15: issuing the requests costs the attention kernel mor
 
 ``mask`` is additive, broadcastable to [B, H, Sq, Sk] (None for none); ``is_causal`` masks key j > query i
 (SDPA's top-left alignment). The softmax runs in fp32 with an online (running max) formulation, as SDPA's
-kernels do; a row whose every key is masked with -inf gives NaN, as eager does.
+kernels do. A row whose every key is masked with -inf gives 0, as SDPA does (its safe softmax; eager's softmax
+gives NaN there, and where the attention pass replaces eager attention it puts that NaN back itself). A NaN row
+would poison later layers: at a left-padded prompt's blocked rows, 0 * NaN in the next attention's P @ V.
 
 Two ops with one body. ``decode_attention`` (the low-level Library API: a ``custom_op`` wrapper would add ~50-100 us
 per call) is what the attention pass inserts; Inductor calls it as an extern kernel, which launches the two
@@ -175,7 +177,8 @@ if triton is not None:
         m_max = tl.max(m, axis=0)
         w = tl.exp(m - tl.where(m_max == float("-inf"), 0.0, m_max))
         acc = tl.load(ACC_IN + part[:, None] * BLOCK_DV + dv[None, :], mask=sp_ok[:, None], other=0.0)
-        out = tl.sum(acc * w[:, None], axis=0) / tl.sum(l * w, axis=0)
+        total = tl.sum(l * w, axis=0)  # >= 1 unless every key of the row is masked with -inf (then acc is 0)
+        out = tl.sum(acc * w[:, None], axis=0) / tl.where(total == 0.0, 1.0, total)
         tl.store(OUT + b * so_b + head * so_h + qpos * so_s + dv, out.to(OUT.dtype.element_ty), mask=dv < DV)
 
 
@@ -183,7 +186,7 @@ INTERPRETED = triton is not None and is_interpreted(_decode_attention_kernel)
 
 
 def reference(q, k, v, mask=None, scale=None, is_causal=False, softcap=0.0) -> torch.Tensor:
-    """The op's math in torch (the CPU implementation, and the tests' oracle)."""
+    """The op's math in torch (the CPU implementation, and the tests' oracle); rows that allow no key give 0."""
     group = q.shape[1] // k.shape[1]
     k = k.repeat_interleave(group, dim=1)
     v = v.repeat_interleave(group, dim=1)
@@ -196,7 +199,8 @@ def reference(q, k, v, mask=None, scale=None, is_causal=False, softcap=0.0) -> t
     if is_causal:
         sq, sk = s.shape[-2:]
         s = s.masked_fill(~torch.ones(sq, sk, dtype=torch.bool, device=s.device).tril(), float("-inf"))
-    return (torch.softmax(s, dim=-1).to(v.dtype).float() @ v.float()).to(q.dtype)
+    p = torch.softmax(s, dim=-1).masked_fill((s == float("-inf")).all(-1, keepdim=True), 0.0)  # SDPA's safe softmax
+    return (p.to(v.dtype).float() @ v.float()).to(q.dtype)
 
 
 def _use_triton(q: torch.Tensor) -> bool:

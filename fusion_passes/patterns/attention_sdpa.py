@@ -75,8 +75,8 @@ fill)`` (``s + fill == fill`` in fp32/bf16 for any real score, so even rows with
 uniform weights; in fp16 only such fully-masked rows can differ). Mask terms combine in the graph's order (a
 where-mask replaces what the terms before it added, as eager's overwrite does; two fills of the dtype's minimum
 do not sum to -inf). A fill is taken as the scores' dtype stores it (bf16 holds ``finfo(float32).min`` as -inf).
-Where a kept mask may block a whole row with -inf (a -inf fill, or a constant additive mask holding -inf), those
-rows are set to NaN after SDPA, as eager's softmax leaves them (SDPA's safe softmax gives 0). An additive mask read
+Where a kept mask may block a whole row with -inf (a -inf fill, a constant additive mask holding -inf, or an
+additive mask the graph builds with a -inf fill), those rows are set to NaN after SDPA or the decode kernel, as eager's softmax leaves them (SDPA's safe softmax gives 0). An additive mask read
 from an input is taken to block with finite values, as transformers' masks do (``finfo(dtype).min``): a row of
 -inf there gives 0, not eager's NaN. The weights may pass through a cast to attn @ V's dtype or a wider float only.
 """
@@ -800,8 +800,9 @@ def _decide_mask_and_gqa(attn: _Attention, proofs: dict) -> None:
 
 def _may_block_rows_with_inf(attn: _Attention, proofs: dict) -> bool:
     """Whether the mask that stays may block every key of some row with -inf (eager's softmax: NaN there): a
-    where-mask filling -inf, or a constant additive mask holding -inf. An additive mask read from an input is taken
-    to block with finite values (transformers fills with ``finfo(dtype).min``); a row of -inf there gives 0."""
+    where-mask filling -inf, a constant additive mask holding -inf, or an additive mask the graph builds with a
+    -inf fill (``zeros.masked_fill(~keep, -inf)``). An additive mask read as it is from an input is taken to block
+    with finite values (transformers fills with ``finfo(dtype).min``); a row of -inf there gives 0."""
     for term in attn.mask:
         if term.kind != "add":
             if term.fill == -math.inf:
@@ -813,9 +814,33 @@ def _may_block_rows_with_inf(attn: _Attention, proofs: dict) -> bool:
 
             value = _constant_value(term.tensor)
             with unset_fake_temporarily():
-                proofs[key] = value is not None and bool((value == -math.inf).any())
+                proofs[key] = (bool((value == -math.inf).any()) if value is not None
+                               else _built_with_minus_inf(term.tensor))
         if proofs[key]:
             return True
+    return False
+
+
+def _built_with_minus_inf(mask: fx.Node) -> bool:
+    """Whether any op computing ``mask`` from the graph's inputs takes a scalar that is -inf in the op's dtype (a
+    fill of -inf, or of float32's minimum in bf16 / fp16), or reads a lifted constant holding -inf."""
+    stack, seen = [mask], set()
+    while stack:
+        node = stack.pop()
+        if node in seen or node.op == "placeholder":
+            continue
+        seen.add(node)
+        constant = graph_utils.lifted_constant(node)
+        if constant is not None and bool((constant == -math.inf).any()):
+            return True
+        dtype = dtype_of(node)
+        scalars: list[float] = []
+        torch.fx.node.map_aggregate((node.args, node.kwargs),
+                                    lambda x: scalars.append(x) if isinstance(x, float) else None)
+        if dtype is not None and dtype.is_floating_point and any(
+                torch.tensor(x, dtype=torch.float64).to(dtype).item() == -math.inf for x in scalars):
+            return True
+        stack.extend(node.all_input_nodes)
     return False
 
 

@@ -49,6 +49,29 @@ def test_kernel_matches_reference(shape, dtype, mask, causal):
 
 
 @kernel_test
+@pytest.mark.parametrize("form", ["bool", "-inf"])
+@pytest.mark.parametrize("sq", [1, 3])
+def test_rows_that_allow_no_key_give_zero_as_sdpa_does(form, sq):
+    """A left-padded prompt's first rows see no key: SDPA (safe softmax) gives 0 there, and so must the kernel
+    and its reference (NaN would reach every later layer through 0 * NaN in P @ V). Several splits, GQA x4."""
+    import torch.nn.functional as F
+
+    b, h, hkv, sk, d = 2, 8, 2, 150, 32
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(b, n, s, d, device=DEVICE) for n, s in ((h, sq), (hkv, sk), (hkv, sk)))
+    keep = torch.ones(b, 1, sq, sk, dtype=torch.bool, device=DEVICE)
+    keep[0, :, 0] = False  # batch 0, query row 0: every key blocked
+    keep[1, :, :, : sk // 2] = False  # batch 1: half the keys blocked, whole splits of them
+    mask = torch.zeros(keep.shape, device=DEVICE).masked_fill(~keep, float("-inf"))
+    sdpa = F.scaled_dot_product_attention(q, k.repeat_interleave(h // hkv, 1), v.repeat_interleave(h // hkv, 1),
+                                          attn_mask=keep if form == "bool" else mask, scale=0.125)
+    got = torch.ops.fusion_passes.decode_attention(q, k, v, mask, 0.125, False)
+    assert not got.isnan().any() and torch.equal(got[0, :, 0], torch.zeros_like(got[0, :, 0]))
+    torch.testing.assert_close(got, sdpa, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(kernel.reference(q, k, v, mask, 0.125), sdpa, atol=1e-4, rtol=1e-4)
+
+
+@kernel_test
 @pytest.mark.parametrize("inline", [False, True])
 def test_prefetching_another_tensor_changes_no_result(inline):
     """``prefetch`` (the o-proj weight, in the pass) is only requested into L2 (on CUDA): bit-equal output, and a

@@ -912,6 +912,34 @@ def test_decode_kernel_zoo_llama_static_cache(decode_everywhere, dtype):
     torch.testing.assert_close(out, ref, atol=tol, rtol=tol)
 
 
+@pytest.mark.parametrize("kind", ["sdpa bool", "sdpa -inf", "eager -inf"])
+def test_decode_kernel_rows_that_allow_no_key_match_what_was_replaced(decode_everywhere, kind):
+    """A left-padded short prompt (q_len 5 <= 16: the decode kernel): its first rows allow no key. An SDPA call
+    gives 0 there (safe softmax), so the rewrite must too; eager attention's softmax gives NaN, and so must its
+    rewrite. A NaN where SDPA gave 0 reaches every later layer (0 * NaN in P @ V): HF generate emitted token 0."""
+    def attention(q, k, v, keep):
+        if kind == "sdpa bool":
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+        mask = torch.zeros(keep.shape).masked_fill(~keep, -math.inf)
+        if kind == "sdpa -inf":
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return torch.softmax(q @ k.transpose(-1, -2) * 0.25 + mask, dim=-1) @ v
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 5, 16) for _ in range(3))
+    keep = torch.ones(2, 1, 5, 5, dtype=torch.bool).tril()
+    keep[0, :, :, :2] = False  # batch 0 left-padded by 2: query rows 0 and 1 see no key
+    with torch.no_grad():
+        ref = attention(q, k, v, keep)
+        out, recs = compile_with_records(attention, q, k, v, keep, patterns=PATTERN)
+    (m,) = matches(recs)
+    assert m.detail["kernel"].startswith("fusion_passes.decode_attention"), m.detail
+    blocked = ref[0, :, :2]
+    assert (blocked.isnan().all() if kind.startswith("eager") else (blocked == 0).all()) and not ref[1].isnan().any()
+    assert torch.equal(out.isnan(), ref.isnan())
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5, equal_nan=True)
+
+
 def test_decode_kernel_zoo_llama_finds_the_o_proj_weight_to_prefetch(decode_everywhere, monkeypatch):
     """In Inductor's own graph of a zoo Llama decode step the o_proj weight is found through HF's views."""
     monkeypatch.setenv(attention_sdpa.PREFETCH_POLICY_ENV, "on")
