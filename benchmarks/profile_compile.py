@@ -10,12 +10,14 @@ Inductor's code generation, kernel compiles), our families' own seconds from the
 Triton, Inductor, Dynamo, other). Each variant runs in a subprocess with its own empty Inductor / Triton cache
 directories, so neither reuses kernels the other compiled. ``--variants fusion_passes-nomemo`` is ours without
 ``fusion_passes.kernels.access_memo`` (torch's TTIR analysis of our kernels redone at every call site);
-``kernel_analysis`` counts analyses done and reused and their seconds. Writes ``benchmarks/results/compile_<device>_<torch>.json``.
+``kernel_analysis`` counts analyses done and reused and their seconds.
+Writes ``benchmarks/results/compile_<device>_<torch>.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -43,8 +45,6 @@ def one_variant(args) -> dict:
     import pstats
 
     import torch
-
-    import contextlib
 
     import fusion_passes
     from fusion_passes.kernels import access_memo
@@ -130,8 +130,9 @@ def main(argv=None) -> int:
             rec = json.loads(lines[-1])
         print(json.dumps(rec, indent=1), file=sys.stderr, flush=True)
         records.append(rec)
-    print(tabulate([{k: r.get(k) for k in ("model", "workload", "variant", "first_call_s", "graphs", "passes_total_s",
-                                           "kernel_analysis", "self_s_by_area", "error")} for r in records], headers="keys"))
+    columns = ("model", "workload", "variant", "first_call_s", "graphs", "passes_total_s", "kernel_analysis",
+               "self_s_by_area", "error")
+    print(tabulate([{k: r.get(k) for k in columns} for r in records], headers="keys"))
     return write_results(records, "compile", args.out, key=("model", "attn", "workload", "variant"),
                          device=args.device)
 

@@ -76,9 +76,10 @@ uniform weights; in fp16 only such fully-masked rows can differ). Mask terms com
 where-mask replaces what the terms before it added, as eager's overwrite does; two fills of the dtype's minimum
 do not sum to -inf). A fill is taken as the scores' dtype stores it (bf16 holds ``finfo(float32).min`` as -inf).
 Where a kept mask may block a whole row with -inf (a -inf fill, a constant additive mask holding -inf, or an
-additive mask the graph builds with a -inf fill), those rows are set to NaN after SDPA or the decode kernel, as eager's softmax leaves them (SDPA's safe softmax gives 0). An additive mask read
-from an input is taken to block with finite values, as transformers' masks do (``finfo(dtype).min``): a row of
--inf there gives 0, not eager's NaN. The weights may pass through a cast to attn @ V's dtype or a wider float only.
+additive mask the graph builds with a -inf fill), those rows are set to NaN after SDPA or the decode kernel, as
+eager's softmax leaves them (SDPA's safe softmax gives 0). An additive mask read from an input is taken to block
+with finite values, as transformers' masks do (``finfo(dtype).min``): a row of -inf there gives 0, not eager's
+NaN. The weights may pass through a cast to attn @ V's dtype or a wider float only.
 """
 
 from __future__ import annotations
@@ -837,8 +838,7 @@ def _built_with_minus_inf(mask: fx.Node) -> bool:
         scalars: list[float] = []
         torch.fx.node.map_aggregate((node.args, node.kwargs),
                                     lambda x: scalars.append(x) if isinstance(x, float) else None)
-        if dtype is not None and dtype.is_floating_point and any(
-                torch.tensor(x, dtype=torch.float64).to(dtype).item() == -math.inf for x in scalars):
+        if dtype is not None and dtype.is_floating_point and any(_as_dtype(x, dtype) == -math.inf for x in scalars):
             return True
         stack.extend(node.all_input_nodes)
     return False
