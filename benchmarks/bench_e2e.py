@@ -12,7 +12,10 @@
 Variants in one run: ``eager``, ``stock`` (torch.compile, Inductor), ``fusion_passes``, ``fusion_passes+rope`` /
 ``fusion_passes+norope`` (decode_gemv's RoPE epilogue forced on / off; it is on by default),
 ``fusion_passes+inline`` (the decode attention kernel traced into Inductor's code), each decode variant also
-``+cudagraphs`` (``mode="reduce-overhead"``) on GPU. Figures per record: median latency (CUDA events or wall
+``+cudagraphs`` (``mode="reduce-overhead"``) on GPU. Peers on the same model code: ``stock+freeze`` (Inductor's
+own inference passes, ``freezing=True``: constant folding and its concat-linear packing of q/k/v and gate/up),
+``liger`` (Liger-Kernel's HF patches: its RMSNorm, RoPE and SwiGLU / GeGLU Triton kernels; GPU only, ``pip install
+liger-kernel``) uncompiled and ``liger+stock`` under stock torch.compile. Figures per record: median latency (CUDA events or wall
 clock), kernels per step (profiler), peak memory, compile time, max error vs eager, and for decode the fraction
 of the HBM roofline (weight bytes / time / measured copy bandwidth; ``roofline_kv_frac`` adds the KV cache's bytes
 that the step's attention reads, which grow with the batch: at 1024 context a Llama-1B sequence's cache is 32 MiB,
@@ -24,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
+import copy
 import os
 import sys
 import time
@@ -113,6 +118,15 @@ def workload_inputs(model, workload: str, batch: int, device: str):
     return fresh
 
 
+def stock_compile(model, mode: str | None, options: dict):
+    """``torch.compile`` with Inductor as it ships, in ``mode``, with ``options`` (a variant's suffixes)."""
+    if options:  # torch.compile takes a mode or options, not both: the mode's options go in with ours
+        from torch._inductor import list_mode_options
+
+        return torch.compile(model, options={**(list_mode_options(mode) if mode else {}), **options})
+    return torch.compile(model, mode=mode)
+
+
 def make_variant(model, variant: str):
     import fusion_passes
 
@@ -124,11 +138,13 @@ def make_variant(model, variant: str):
     if base == "eager":
         return model
     if base == "stock":
-        if options:  # torch.compile takes a mode or options, not both: the mode's options go in with ours
-            from torch._inductor import list_mode_options
-
-            return torch.compile(model, options={**(list_mode_options(mode) if mode else {}), **options})
-        return torch.compile(model, mode=mode)
+        return stock_compile(model, mode, options)
+    if base == "liger":
+        if cudagraphs and "+stock" not in variant:
+            raise ValueError(f"unknown variant {variant!r}: the uncompiled liger has no CUDA graphs; "
+                             "liger+stock+cudagraphs compiles it")
+        patched = liger_model(model)
+        return stock_compile(patched, mode, options) if "+stock" in variant else patched
     if base == "fusion_passes":
         forced_policies(variant)
         parts = variant.removesuffix("+cudagraphs").split("+")
@@ -141,7 +157,9 @@ def make_variant(model, variant: str):
 
 # Suffixes that set Inductor options (stock or ours): "combo" fuses independent small kernels into one launch
 # (Inductor's combo kernels; a decode step has many tiny ones, e.g. HF's per-layer cache counters).
-INDUCTOR_SUFFIXES = {"combo": {"combo_kernels": True}}
+# "freeze" is Inductor's own inference mode (the peer "Inductor's own passes"): parameters folded as constants, and
+# its concat-linear pass packs the 2-3 linears that share an input (q/k/v, gate/up), which it does only then.
+INDUCTOR_SUFFIXES = {"combo": {"combo_kernels": True}, "freeze": {"freezing": True}}
 # Suffixes of ours that leave one family out: "nostate" keeps HF's per-layer counter updates as separate kernels;
 # "nopack" and "noattn" leave the q/k/v + gate/up packing and the attention rewrite out.
 EXCLUDE_SUFFIXES = {"nostate": "state_updates", "nopack": "qkv_packing", "noattn": "attention_sdpa"}
@@ -157,9 +175,10 @@ def inductor_options(variant: str) -> dict:
     """The Inductor options a variant's suffixes set; a suffix its base does not take is a ValueError."""
     name, *parts = variant.removesuffix("+cudagraphs").split("+")
     if name != "fusion_passes":
-        unknown = [p for p in parts if p not in INDUCTOR_SUFFIXES]
+        takes = [*INDUCTOR_SUFFIXES, *(["stock"] if name == "liger" else [])]
+        unknown = [p for p in parts if p not in takes]
         if unknown:
-            raise ValueError(f"unknown variant {variant!r}: {name} takes only {', '.join(INDUCTOR_SUFFIXES)}")
+            raise ValueError(f"unknown variant {variant!r}: {name} takes only {', '.join(takes)}")
     return {k: v for p in parts if p in INDUCTOR_SUFFIXES for k, v in INDUCTOR_SUFFIXES[p].items()}
 
 
@@ -196,9 +215,51 @@ def forced_policies(variant: str) -> dict[str, str]:
 
 def variant_env(variant: str):
     """``fusion_passes+<suffix>``: ours with the policies of ``forced_policies`` set (the passes read them while
-    they compile, so they are set for the variant's whole measurement); other variants run with the environment
-    as it is."""
+    they compile, so they are set for the variant's whole measurement); ``liger...``: transformers' modeling
+    modules restored afterwards (Liger patches them); other variants run with the environment as it is."""
+    if variant.split("+")[0] == "liger":
+        return modeling_modules_restored()
     return env_set(forced_policies(variant))
+
+
+# the transformers modules of CONFIGS' architectures, which Liger-Kernel patches (functions, classes) in place
+MODELING_MODULES = ("llama.modeling_llama", "qwen2.modeling_qwen2", "gemma.modeling_gemma")
+
+
+@contextlib.contextmanager
+def modeling_modules_restored():
+    """Within the block a variant may patch transformers' modeling modules (Liger replaces their RoPE function and
+    norm / MLP classes); on leaving, every name they held is set back and every name added is removed, so the
+    variants measured next run HF's own code."""
+    import importlib
+
+    modules = [importlib.import_module(f"transformers.models.{name}") for name in MODELING_MODULES]
+    saved = [dict(vars(m)) for m in modules]
+    try:
+        yield
+    finally:
+        for module, names in zip(modules, saved):
+            for name in set(vars(module)) - set(names):
+                delattr(module, name)
+            for name, value in names.items():
+                if vars(module).get(name) is not value:
+                    setattr(module, name, value)
+
+
+def liger_model(model):
+    """A copy of ``model`` with Liger-Kernel's HF patches (RMSNorm, RoPE, SwiGLU / GeGLU; no loss patches: the
+    forward stays the model's), as ``liger_kernel.transformers`` applies them to a loaded model. Its kernels are
+    Triton GPU kernels: CPU and a missing package are errors naming the fix."""
+    if not next(model.parameters()).is_cuda:
+        raise RuntimeError("the liger variants need a CUDA device: Liger-Kernel's kernels are Triton GPU kernels")
+    try:
+        from liger_kernel.transformers import _apply_liger_kernel_to_instance
+    except ImportError as e:
+        raise RuntimeError("the liger variants need Liger-Kernel: pip install liger-kernel") from e
+    patched = copy.deepcopy(model)  # Liger rebinds the instance's modules' forwards in place
+    _apply_liger_kernel_to_instance(patched, rope=True, rms_norm=True, swiglu=True, geglu=True, cross_entropy=False,
+                                    fused_linear_cross_entropy=False)
+    return patched
 
 
 def count_kernels(fn, device: str) -> int | None:
@@ -375,6 +436,8 @@ def measure_paired(model, fresh_step, variants, reference, device, rounds, iters
     ratio to the first is this run's noise."""
     from torch._dynamo.utils import counters
 
+    if any(v.split("+")[0] == "liger" for v in variants):  # its module patches would run under every variant
+        raise ValueError("the liger variants are measured one after the other, not in paired rounds (--rounds)")
     variants = [v for v in variants if device.startswith("cuda") or not v.endswith("+cudagraphs")]
     variants += [variants[0] + CONTROL] if control else []
     # every make_variant first: each resets Dynamo, which would drop a compile done before it

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
 import os
 import platform
@@ -14,7 +15,7 @@ RESULTS = os.path.join(os.path.dirname(__file__), "results")
 
 
 def environment(device: str) -> dict:
-    """Device, torch, triton and transformers versions, stored with every results file, and the FUSION_PASSES_*
+    """Device, torch, triton, transformers (and Liger-Kernel) versions, stored with every results file, and the FUSION_PASSES_*
     settings the run was started with (a variant's own settings are in its records)."""
     env = {"device": torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "cpu",
            "torch": torch.__version__, "python": platform.python_version()}
@@ -23,6 +24,10 @@ def environment(device: str) -> dict:
             env[mod] = __import__(mod).__version__
         except Exception:  # noqa: BLE001 - optional package
             env[mod] = None
+    try:  # a peer the e2e benchmark measures (its liger variants), when installed
+        env["liger_kernel"] = importlib.metadata.version("liger-kernel")
+    except importlib.metadata.PackageNotFoundError:
+        env["liger_kernel"] = None
     env["settings"] = {k: v for k, v in sorted(os.environ.items())
                        if k.startswith("FUSION_PASSES_") and k != "FUSION_PASSES_RAISE"}
     return env

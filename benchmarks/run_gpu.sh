@@ -54,6 +54,10 @@
 #   bash benchmarks/run_gpu.sh compile   # (session 36) first-call compile time, stock vs ours, where it goes (cProfile)
 #   bash benchmarks/run_gpu.sh s37       # (session 37) the access-memo GPU test; first-call compile time with fresh
 #                                        # caches: 1B decode stock, ours, ours without the memo; 8B decode stock, ours
+#   bash benchmarks/run_gpu.sh peers     # (session 38) peers on the same HF model code, 1B: decode (both attentions)
+#                                        # and a 512 x 1 prompt: uncompiled, stock, stock with freezing (Inductor's
+#                                        # own passes), Liger-Kernel uncompiled and compiled, ours; needs Liger's
+#                                        # wheel in .peers/ (the machine has no index: pip download liger-kernel)
 #   bash benchmarks/run_gpu.sh s28_steps # the final kernel's graphed decode steps, 1B and 8B: stock vs ours
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
@@ -437,6 +441,14 @@ case "${1:-}" in
       --out "$OUT/compile_s37_llama-1b.json" 2>&1 | grep -v Warning | tail -6
     timeout 220 python3 benchmarks/profile_compile.py --model llama-8b --workload decode-1024 \
       --variants fusion_passes stock --out "$OUT/compile_s37_llama-8b.json" 2>&1 | grep -v Warning | tail -6 ;;
+  peers)  # (session 38) peers on the same model code, side by side per workload (see the usage line above)
+    python3 -m pip install -q --no-deps --no-index .peers/liger_kernel-*.whl 2>&1 | tail -2
+    timeout 330 python3 benchmarks/bench_e2e.py --model llama-1b --attn sdpa eager --workloads decode-1024 \
+      --variants eager stock+cudagraphs stock+freeze+cudagraphs liger liger+stock+cudagraphs fusion_passes+graphstep \
+      --budget-s 300 --out "$OUT/e2e_decode_s38_peers_llama-1b.json" 2>&1 | grep -v Warning | tail -16
+    timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn sdpa --workloads prefill-512 --batches 1 \
+      --variants eager stock stock+freeze liger liger+stock fusion_passes --budget-s 170 \
+      --out "$OUT/e2e_prefill_s38_peers_llama-1b.json" 2>&1 | grep -v Warning | tail -10 ;;
   s28_steps)  # (session 28) the final kernel's graphed decode steps, 1B then 8B: stock vs ours, eager attention
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \
@@ -639,6 +651,6 @@ case "${1:-}" in
     done ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers" >&2
      exit 2 ;;
 esac

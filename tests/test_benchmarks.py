@@ -22,11 +22,11 @@ FIELDS = {"model", "attn", "workload", "variant", "median_ms", "kernels", "peak_
 def test_e2e_harness_tiny_cpu(tmp_path):
     out = tmp_path / "res.json"
     assert bench_e2e.main(["--tiny", "--device", "cpu", "--attn", "eager", "--workloads", "decode-16", "--variants", "eager",
-                           "fusion_passes", "--out", str(out)]) == 0
+                           "stock+freeze", "fusion_passes", "--out", str(out)]) == 0
     data = json.loads(out.read_text())
-    assert {"device", "torch", "triton", "transformers"} <= set(data["environment"])
+    assert {"device", "torch", "triton", "transformers", "liger_kernel"} <= set(data["environment"])
     recs = data["records"]
-    assert [r["variant"] for r in recs] == ["eager", "fusion_passes"]
+    assert [r["variant"] for r in recs] == ["eager", "stock+freeze", "fusion_passes"]
     for r in recs:
         assert FIELDS <= set(r) and "error" not in r, r
         assert r["median_ms"] > 0 and r["max_err"] < 1e-3
@@ -394,6 +394,38 @@ def test_inline_variant_combines_with_rope_and_unknown_suffixes_are_refused(monk
         bench_e2e.make_variant(torch.nn.Linear(2, 2), "stock+kv")
     with pytest.raises(ValueError, match="unknown variant 'fusion_passes\\+inlined'"):
         bench_e2e.make_variant(torch.nn.Linear(2, 2), "fusion_passes+inlined")
+
+
+def test_peer_variants_parse_and_refuse_what_they_cannot_run():
+    """stock+freeze is Inductor's freezing; liger takes stock (compiled) and Inductor suffixes only, needs CUDA,
+    and has no CUDA graphs uncompiled; paired rounds refuse it (its module patches would leak into the others)."""
+    assert bench_e2e.inductor_options("stock+freeze+cudagraphs") == {"freezing": True}
+    assert bench_e2e.inductor_options("liger+stock+freeze") == {"freezing": True}
+    assert bench_e2e.inductor_options("liger+stock+cudagraphs") == {}
+    with pytest.raises(ValueError, match="liger takes only combo, freeze, stock"):
+        bench_e2e.make_variant(torch.nn.Linear(2, 2), "liger+kv")
+    with pytest.raises(ValueError, match="liger\\+stock\\+cudagraphs compiles it"):
+        bench_e2e.make_variant(torch.nn.Linear(2, 2), "liger+cudagraphs")
+    with pytest.raises(RuntimeError, match="need a CUDA device"):
+        bench_e2e.make_variant(torch.nn.Linear(2, 2), "liger+stock")
+    with pytest.raises(ValueError, match="not in paired rounds"):
+        bench_e2e.measure_paired(None, None, ["stock", "liger"], None, "cpu", 2, 1)
+
+
+def test_liger_variants_leave_the_modeling_modules_as_they_were():
+    """Liger replaces transformers' RoPE function and norm / MLP classes module-wide: after a liger variant (even
+    one that raised) every name is back and added names are gone, so later variants run HF's own code."""
+    from transformers.models.llama import modeling_llama
+
+    rope, norm = modeling_llama.apply_rotary_pos_emb, modeling_llama.LlamaRMSNorm
+    with pytest.raises(KeyError):
+        with bench_e2e.variant_env("liger+stock+cudagraphs"):
+            modeling_llama.apply_rotary_pos_emb = lambda *a, **k: None
+            modeling_llama.LlamaRMSNorm = torch.nn.Identity
+            modeling_llama.added_by_a_peer = 1
+            raise KeyError("the variant failed")
+    assert modeling_llama.apply_rotary_pos_emb is rope and modeling_llama.LlamaRMSNorm is norm
+    assert not hasattr(modeling_llama, "added_by_a_peer")
 
 
 def test_save_records_merges_and_never_truncates_on_failure(tmp_path, monkeypatch):
