@@ -75,9 +75,10 @@ fill)`` (``s + fill == fill`` in fp32/bf16 for any real score, so even rows with
 uniform weights; in fp16 only such fully-masked rows can differ). Mask terms combine in the graph's order (a
 where-mask replaces what the terms before it added, as eager's overwrite does; two fills of the dtype's minimum
 do not sum to -inf). A fill is taken as the scores' dtype stores it (bf16 holds ``finfo(float32).min`` as -inf).
-Where a kept mask may block a whole row with -inf (a -inf fill, a constant additive mask holding -inf, or an
-additive mask the graph builds with a -inf fill), those rows are set to NaN after SDPA or the decode kernel, as
-eager's softmax leaves them (SDPA's safe softmax gives 0). An additive mask read from an input is taken to block
+Where a kept mask may block a whole row with -inf (a -inf fill, a constant additive mask holding -inf, an
+additive mask the graph builds with a -inf fill or with ops that may overflow to -inf: arithmetic, a cast to a
+narrower float; or additive terms summed), those rows are set to NaN after SDPA or the decode kernel, as eager's
+softmax leaves them (SDPA's safe softmax gives 0). An additive mask read from an input is taken to block
 with finite values, as transformers' masks do (``finfo(dtype).min``): a row of -inf there gives 0, not eager's
 NaN. The weights may pass through a cast to attn @ V's dtype or a wider float only.
 """
@@ -801,14 +802,17 @@ def _decide_mask_and_gqa(attn: _Attention, proofs: dict) -> None:
 
 def _may_block_rows_with_inf(attn: _Attention, proofs: dict) -> bool:
     """Whether the mask that stays may block every key of some row with -inf (eager's softmax: NaN there): a
-    where-mask filling -inf, a constant additive mask holding -inf, or an additive mask the graph builds with a
-    -inf fill (``zeros.masked_fill(~keep, -inf)``). An additive mask read as it is from an input is taken to block
-    with finite values (transformers fills with ``finfo(dtype).min``); a row of -inf there gives 0."""
-    for term in attn.mask:
+    where-mask filling -inf, a constant additive mask holding -inf, an additive mask the graph builds with ops
+    that may make -inf (``_built_with_minus_inf``), or an additive mask added to earlier mask terms (the sum may
+    overflow). An additive mask read as it is from an input, alone, is taken to block with finite values
+    (transformers fills with ``finfo(dtype).min``); a row of -inf there gives 0."""
+    for i, term in enumerate(attn.mask):
         if term.kind != "add":
             if term.fill == -math.inf:
                 return True
             continue
+        if i > 0:  # summed with the terms before it: two finite minimums make -inf (fp32: -3.4e38 * 2)
+            return True
         key = ("-inf", term.tensor)
         if key not in proofs:
             from torch._subclasses.fake_tensor import unset_fake_temporarily
@@ -822,23 +826,54 @@ def _may_block_rows_with_inf(attn: _Attention, proofs: dict) -> bool:
     return False
 
 
+# Ops each of whose output values is one of their inputs' values or scalars (or a comparison's bool): a mask built
+# from these alone holds -inf only where an input, a scalar or a lifted constant does. Arithmetic (two fills of the
+# minimum summed, ``min * 10``, ``log(0)``, a negated +inf) and casts to a narrower float (fp32's minimum in bf16,
+# -1e9 in fp16) make -inf from finite values; so may any op not listed.
+_SELECTING = (*_FLATTEN, aten.expand, aten.slice, aten.select, aten.unsqueeze, aten.squeeze, aten.permute,
+              aten.transpose, aten.t, aten.clone, aten.contiguous, aten.alias, aten.cat, aten.stack, aten.where,
+              aten.masked_fill, aten.fill, aten.full, aten.full_like, aten.zeros, aten.zeros_like, aten.ones,
+              aten.ones_like, aten.new_full, aten.new_zeros, aten.new_ones, aten.scalar_tensor, aten.index_select,
+              aten.index, aten.gather, aten.repeat, aten.flip, aten.tril, aten.triu, aten.minimum, aten.maximum,
+              aten.clamp, aten.constant_pad_nd)
+
+
+def _widening(src: torch.dtype, dst: torch.dtype) -> bool:
+    """A cast from ``src`` to the float ``dst`` that no value of ``src`` overflows."""
+    if src == torch.bool:
+        return True
+    if src.is_complex():
+        return False
+    info = torch.finfo(src) if src.is_floating_point else torch.iinfo(src)
+    return info.max <= torch.finfo(dst).max
+
+
 def _built_with_minus_inf(mask: fx.Node) -> bool:
-    """Whether any op computing ``mask`` from the graph's inputs takes a scalar that is -inf in the op's dtype (a
-    fill of -inf, or of float32's minimum in bf16 / fp16), or reads a lifted constant holding -inf."""
+    """Whether the ops computing ``mask`` from the graph's inputs may make -inf: an op's scalar that is -inf in
+    the op's dtype (a fill of -inf, or of float32's minimum in bf16 / fp16), a lifted constant holding -inf, or any
+    float op that is not in ``_SELECTING`` or a widening cast (it may overflow). Inputs are taken to hold none."""
     stack, seen = [mask], set()
     while stack:
         node = stack.pop()
-        if node in seen or node.op == "placeholder":
-            continue
+        dtype = dtype_of(node)
+        if node in seen or node.op == "placeholder" or dtype is None or not dtype.is_floating_point:
+            continue  # an input, or a bool / integer / size value: no -inf in it
         seen.add(node)
         constant = graph_utils.lifted_constant(node)
         if constant is not None and bool((constant == -math.inf).any()):
             return True
-        dtype = dtype_of(node)
+        if node.op != "call_function":
+            continue
+        if is_op(node, prims.convert_element_type, aten._to_copy):
+            src = dtype_of(node.args[0])
+            if src is None or not _widening(src, dtype):
+                return True
+        elif not is_op(node, *_SELECTING):
+            return True
         scalars: list[float] = []
         torch.fx.node.map_aggregate((node.args, node.kwargs),
                                     lambda x: scalars.append(x) if isinstance(x, float) else None)
-        if dtype is not None and dtype.is_floating_point and any(_as_dtype(x, dtype) == -math.inf for x in scalars):
+        if any(_as_dtype(x, dtype) == -math.inf for x in scalars):
             return True
         stack.extend(node.all_input_nodes)
     return False
@@ -852,6 +887,22 @@ def _fits_decode_kernel(attn: _Attention, q_len: int) -> bool:
 
 
 # --------------------------------------------------------------------------------------------- the rewrite
+
+
+# each float dtype's -inf as the bits of the integer dtype of its width
+_MINUS_INF_BITS = {dt: (ints, torch.tensor(-math.inf, dtype=dt).view(ints).item()) for dt, ints in (
+    (torch.float16, torch.int16), (torch.bfloat16, torch.int16), (torch.float32, torch.int32),
+    (torch.float64, torch.int64))}
+
+
+def _is_minus_inf(mask: torch.Tensor) -> torch.Tensor:
+    """``mask == -inf``, compared on the bits where the dtype allows: fused into the ops that build the mask,
+    Inductor's CPU code keeps a bf16 / fp16 intermediate in fp32 without rounding it, so fp32's minimum cast to bf16
+    (-inf) would compare as finite there; a bitcast makes it round first."""
+    if mask.dtype not in _MINUS_INF_BITS:
+        return mask == -math.inf
+    ints, bits = _MINUS_INF_BITS[mask.dtype]
+    return mask.view(ints) == bits
 
 
 def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
@@ -877,7 +928,7 @@ def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
     if mask is not None and mask.dim() < 2:  # SDPA takes no 0-d / 1-d mask; [Sk] broadcasts as [1, Sk]
         mask = mask.reshape((1,) * (2 - mask.dim()) + tuple(mask.shape))
     # eager's softmax of a row whose every score is -inf is NaN; SDPA's (a safe softmax) is 0
-    nan_rows = (mask == -math.inf).all(-1, keepdim=True) if attn.nan_rows and mask is not None else None
+    nan_rows = _is_minus_inf(mask).all(-1, keepdim=True) if attn.nan_rows and mask is not None else None
     heads_dim = q.dim() == 3  # [N, S, D] from a plain bmm: the fused kernels want [N, 1, S, D]
     if heads_dim:
         q, k, v = q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1)

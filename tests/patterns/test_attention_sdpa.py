@@ -613,6 +613,75 @@ def test_rows_masked_with_minus_inf_are_nan_as_in_eager(form):
     torch.testing.assert_close(out, ref, atol=atol, rtol=rtol, equal_nan=True)
 
 
+@pytest.mark.parametrize("form, dtype", [
+    ("two minimum masks summed", torch.float32),   # finfo.min + finfo.min overflows to -inf
+    ("minimum times 10", torch.float32),
+    ("log of keep", torch.float32),                # log(0) = -inf
+    ("negated +inf fill", torch.float32),
+    ("fp32 minimum cast to bf16", torch.bfloat16),  # bf16 holds finfo(float32).min as -inf
+    ("-1e9 cast to fp16", torch.float16),          # past fp16's range
+])
+def test_additive_mask_the_graph_makes_minus_inf_in_gives_nan_rows_as_eager(form, dtype):
+    """No op building these masks takes a -inf scalar, but each makes -inf from finite values: a row that they
+    block whole is NaN in eager (softmax of -inf everywhere), and must stay NaN after the rewrite, not SDPA's 0."""
+    f32_min = torch.finfo(torch.float32).min
+
+    def build(keep, dt):
+        if form == "two minimum masks summed":
+            blocked = torch.zeros(keep.shape, dtype=dt).masked_fill(~keep, torch.finfo(dt).min)
+            return blocked + blocked
+        if form == "minimum times 10":
+            return (~keep).to(dt) * f32_min * 10
+        if form == "log of keep":
+            return keep.to(dt).log()
+        if form == "negated +inf fill":
+            return -torch.zeros(keep.shape, dtype=dt).masked_fill(~keep, math.inf)
+        if form == "fp32 minimum cast to bf16":
+            return torch.zeros(keep.shape).masked_fill(~keep, f32_min).to(dt)
+        return ((~keep).float() * -1e9).to(dt)
+
+    def attention(q, k, v, keep):
+        w = torch.matmul(q, k.transpose(-1, -2)) * 0.25 + build(keep, q.dtype)
+        return torch.matmul(torch.softmax(w.float(), dim=-1).to(q.dtype), v)
+
+    keep = torch.ones(B, 1, S, S, dtype=torch.bool).tril()
+    keep[0, :, 3] = False  # batch 0, query 3: every key blocked
+    q, k, v = qkv(heads_kv=H, dtype=dtype)
+    with torch.no_grad():
+        ref = attention(q, k, v, keep)
+        out, recs = compile_with_records(attention, q, k, v, keep, patterns=PATTERN)
+    assert len(matches(recs)) == 1 and joint_stage(recs).ops_after.get(SDPA_CPU) == 1
+    assert ref[0, :, 3].isnan().all() and ref.isnan().sum() == ref[0, :, 3].numel()
+    assert torch.equal(out.isnan(), ref.isnan())
+    atol, rtol = TOL[dtype]
+    torch.testing.assert_close(out, ref, atol=atol, rtol=rtol, equal_nan=True)
+
+
+@pytest.mark.parametrize("form", ["fill then input mask", "two input masks"])
+def test_mask_terms_summing_to_minus_inf_give_nan_rows_as_eager(form):
+    """Two mask terms that each block with float32's minimum (one read from an input): where both block, eager's
+    sum is -inf, and a row blocked so whole is NaN. The rewrite sums the same terms into SDPA's mask, so it must
+    set those rows to NaN too (SDPA's safe softmax gives 0)."""
+    f32_min = torch.finfo(torch.float32).min
+
+    def attention(q, k, v, keep, pad):
+        w = torch.matmul(q, k.transpose(-1, -2)) * 0.25
+        w = w.masked_fill(~keep, f32_min) + pad if form.startswith("fill") else w + pad + pad.clone()
+        return torch.matmul(torch.softmax(w, dim=-1), v)
+
+    keep = torch.ones(B, 1, S, S, dtype=torch.bool).tril()
+    keep[0, :, 3] = False  # batch 0, query 3: every key blocked by both terms
+    pad = torch.zeros(keep.shape).masked_fill(~keep, f32_min)
+    q, k, v = qkv(heads_kv=H)
+    with torch.no_grad():
+        ref = attention(q, k, v, keep, pad)
+        out, recs = compile_with_records(attention, q, k, v, keep, pad, patterns=PATTERN)
+    assert len(matches(recs)) == 1 and joint_stage(recs).ops_after.get(SDPA_CPU) == 1
+    assert ref[0, :, 3].isnan().all() and ref.isnan().sum() == ref[0, :, 3].numel()
+    assert torch.equal(out.isnan(), ref.isnan())
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=0.0, equal_nan=True)
+
+
 def test_two_masks_filling_the_dtype_minimum_combine_as_eager_applies_them():
     """An additive causal mask, then padded query rows filled with the dtype's minimum: eager overwrites every
     score of a padded row with the minimum (uniform weights over all keys). Summing the two would give -inf + the
