@@ -12,15 +12,15 @@
 Variants in one run: ``eager``, ``stock`` (torch.compile, Inductor), ``fusion_passes``, ``fusion_passes+rope`` /
 ``fusion_passes+norope`` (decode_gemv's RoPE epilogue forced on / off; it is on by default),
 ``fusion_passes+inline`` (the decode attention kernel traced into Inductor's code), each decode variant also
-``+cudagraphs`` (``mode="reduce-overhead"``) on GPU. Peers on the same model code: ``stock+freeze`` (Inductor's
-own inference passes, ``freezing=True``: constant folding and its concat-linear packing of q/k/v and gate/up),
-``liger`` (Liger-Kernel's HF patches: its RMSNorm, RoPE and SwiGLU / GeGLU Triton kernels; GPU only, ``pip install
-liger-kernel``) uncompiled and ``liger+stock`` under stock torch.compile. Figures per record: median latency (CUDA events or wall
-clock), kernels per step (profiler), peak memory, compile time, max error vs eager, and for decode the fraction
-of the HBM roofline (weight bytes / time / measured copy bandwidth; ``roofline_kv_frac`` adds the KV cache's bytes
-that the step's attention reads, which grow with the batch: at 1024 context a Llama-1B sequence's cache is 32 MiB,
-so 16 sequences read 0.5 GiB beside 2.5 GB of weights). Prints a table; writes
-``benchmarks/results/<device>_<torch>.json`` (records are merged by (model, attn, workload, variant)).
+``+cudagraphs`` (``mode="reduce-overhead"``) on GPU. Peers on the same model code: ``stock+freeze`` (Inductor's own
+inference passes, ``freezing=True``: constant folding and its concat-linear packing of q/k/v and gate/up), ``liger``
+(Liger-Kernel's HF patches: its RMSNorm, RoPE and SwiGLU / GeGLU Triton kernels; GPU only, ``pip install
+liger-kernel``) uncompiled and ``liger+stock`` under stock torch.compile. Figures per record: median latency (CUDA
+events or wall clock), kernels per step (profiler), peak memory, compile time, graphs compiled and graph breaks, max
+error vs eager, and for decode the fraction of the HBM roofline (weight bytes / time / measured copy bandwidth;
+``roofline_kv_frac`` adds the KV cache's bytes that the step's attention reads, which grow with the batch: at 1024
+context a Llama-1B sequence's cache is 32 MiB, so 16 sequences read 0.5 GiB beside 2.5 GB of weights). Prints a
+table; writes ``benchmarks/results/<device>_<torch>.json`` (records are merged by (model, attn, workload, variant)).
 """
 
 from __future__ import annotations
@@ -390,10 +390,16 @@ def first_calls(step, compiled, device, reference) -> dict:
 def measure(model, step, variant, reference, device, iters, decode=False) -> dict:
     import fusion_passes
 
+    from torch._dynamo.utils import counters
+
     compiled = make_variant(model, variant)
     step = step_for(variant, step)
+    graphs, breaks = counters["stats"]["unique_graphs"], sum(counters["graph_break"].values())
     with torch.no_grad(), fusion_passes.capture() as recs:
         first = first_calls(step, compiled, device, reference)
+        # what Dynamo made of the step: a peer's kernels it cannot trace split it into graphs run one by one
+        first.update(graphs=counters["stats"]["unique_graphs"] - graphs,
+                     graph_breaks=sum(counters["graph_break"].values()) - breaks)
         if device.startswith("cuda"):
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
@@ -502,7 +508,7 @@ def main(argv=None) -> int:
     records = run(args, lambda recs: save_records(recs, path, key=("model", "attn", "workload", "batch", "variant"),
                                                    device=args.device))
     cols = ["model", "attn", "workload", "batch", "variant", "median_ms", "pipelined_ms", "kernels", "peak_mem_gib",
-            "compile_s", "max_err", "roofline_frac", "roofline_kv_frac", "matches", "error"]
+            "compile_s", "graphs", "graph_breaks", "max_err", "roofline_frac", "roofline_kv_frac", "matches", "error"]
     if args.rounds:
         cols = ["model", "attn", "workload", "batch", "variant", "median_ms", "ratio_to_first", "faster_rounds",
                 "rounds", "recompiles", "compile_s", "max_err"]

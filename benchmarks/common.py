@@ -15,8 +15,8 @@ RESULTS = os.path.join(os.path.dirname(__file__), "results")
 
 
 def environment(device: str) -> dict:
-    """Device, torch, triton, transformers (and Liger-Kernel) versions, stored with every results file, and the FUSION_PASSES_*
-    settings the run was started with (a variant's own settings are in its records)."""
+    """Device, torch, triton, transformers (and Liger-Kernel) versions, stored with every results file, and the
+    FUSION_PASSES_* settings the run was started with (a variant's own settings are in its records)."""
     env = {"device": torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "cpu",
            "torch": torch.__version__, "python": platform.python_version()}
     for mod in ("triton", "transformers"):

@@ -30,6 +30,7 @@ def test_e2e_harness_tiny_cpu(tmp_path):
     for r in recs:
         assert FIELDS <= set(r) and "error" not in r, r
         assert r["median_ms"] > 0 and r["max_err"] < 1e-3
+    assert [(r["graphs"], r["graph_breaks"]) for r in recs] == [(0, 0), (1, 0), (1, 0)]
 
 
 def test_e2e_decode_of_several_sequences_tiny_cpu(tmp_path):
