@@ -842,7 +842,7 @@ def _widening(src: torch.dtype, dst: torch.dtype) -> bool:
     """A cast from ``src`` to the float ``dst`` that no value of ``src`` overflows."""
     if src == torch.bool:
         return True
-    if src.is_complex():
+    if src.is_complex:
         return False
     info = torch.finfo(src) if src.is_floating_point else torch.iinfo(src)
     return info.max <= torch.finfo(dst).max
