@@ -33,7 +33,7 @@ def _ours(kernel) -> bool:
     fn = kernel
     while hasattr(fn, "fn"):  # Autotuner / Heuristics -> JITFunction -> the python function
         fn = fn.fn
-    return getattr(fn, "__module__", "").startswith("fusion_passes.")
+    return (getattr(fn, "__module__", None) or "").startswith("fusion_passes.")  # None: made by exec
 
 
 def _arg_key(value):

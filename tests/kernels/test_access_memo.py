@@ -71,6 +71,16 @@ def test_other_kernels_and_unknown_arguments_are_not_memoized(counting):
     assert len(counting) == 4
 
 
+def test_a_kernel_whose_function_has_no_module_goes_to_torch(counting):
+    """A function made by ``exec`` without ``__name__`` in its globals (generated kernel source) has ``__module__``
+    None: it is not ours, and the analysis must reach torch, not raise inside the compile."""
+    generated = _kernel(None)
+    with access_memo.memoized():
+        for _ in range(2):
+            assert getattr(wrap, NAME)(generated, {"K": 1}, {})["written"] == ["out_ptr"]
+    assert len(counting) == 2
+
+
 def test_memo_lasts_one_block_and_restores_torch(counting):
     ours = _kernel("fusion_passes.kernels.gemv")
     original = getattr(wrap, NAME)
