@@ -827,9 +827,9 @@ def _may_block_rows_with_inf(attn: _Attention, proofs: dict) -> bool:
 
 
 # Ops each of whose output values is one of their inputs' values or scalars (or a comparison's bool): a mask built
-# from these alone holds -inf only where an input, a scalar or a lifted constant does. Arithmetic (two fills of the
-# minimum summed, ``min * 10``, ``log(0)``, a negated +inf) and casts to a narrower float (fp32's minimum in bf16,
-# -1e9 in fp16) make -inf from finite values; so may any op not listed.
+# from these alone holds -inf only where an input, a scalar or a lifted constant does, as the narrowest float dtype
+# on its way to the mask stores it. Arithmetic (two fills of the minimum summed, ``min * 10``, ``log(0)``, a negated
+# +inf) makes -inf from finite values; so may any op not listed.
 _SELECTING = (*_FLATTEN, aten.expand, aten.slice, aten.select, aten.unsqueeze, aten.squeeze, aten.permute,
               aten.transpose, aten.t, aten.clone, aten.contiguous, aten.alias, aten.cat, aten.stack, aten.where,
               aten.masked_fill, aten.fill, aten.full, aten.full_like, aten.zeros, aten.zeros_like, aten.ones,
@@ -838,8 +838,8 @@ _SELECTING = (*_FLATTEN, aten.expand, aten.slice, aten.select, aten.unsqueeze, a
               aten.clamp, aten.constant_pad_nd)
 
 
-def _widening(src: torch.dtype, dst: torch.dtype) -> bool:
-    """A cast from ``src`` to the float ``dst`` that no value of ``src`` overflows."""
+def _fits(src: torch.dtype, dst: torch.dtype) -> bool:
+    """Whether every value of ``src`` is finite in the float ``dst`` (no cast from one to the other overflows)."""
     if src == torch.bool:
         return True
     if src.is_complex:
@@ -849,33 +849,45 @@ def _widening(src: torch.dtype, dst: torch.dtype) -> bool:
 
 
 def _built_with_minus_inf(mask: fx.Node) -> bool:
-    """Whether the ops computing ``mask`` from the graph's inputs may make -inf: an op's scalar that is -inf in
-    the op's dtype (a fill of -inf, or of float32's minimum in bf16 / fp16), a lifted constant holding -inf, or any
-    float op that is not in ``_SELECTING`` or a widening cast (it may overflow). Inputs are taken to hold none."""
-    stack, seen = [mask], set()
+    """Whether the ops computing ``mask`` from the graph's inputs may make -inf, in the narrowest float dtype the
+    values pass through on their way to the mask (fp32's minimum cast to bf16 is -inf): a scalar or a lifted
+    constant that is -inf there, an input or integer that does not fit it, or any float op that is not in
+    ``_SELECTING`` or a cast (it may overflow). Inputs read as they are, in the mask's dtype, are taken to hold
+    no -inf."""
+    stack, seen = [(mask, dtype_of(mask))], set()
     while stack:
-        node = stack.pop()
+        node, narrow = stack.pop()
         dtype = dtype_of(node)
-        if node in seen or node.op == "placeholder" or dtype is None or not dtype.is_floating_point:
-            continue  # an input, or a bool / integer / size value: no -inf in it
-        seen.add(node)
+        if (node, narrow) in seen or dtype is None or not dtype.is_floating_point:
+            continue  # a bool / integer / size value: no -inf in it (an integer cast to a float is checked there)
+        seen.add((node, narrow))
+        narrow = dtype if _fits(dtype, narrow) else narrow
+        if node.op == "placeholder" or (node.op == "get_attr" and graph_utils.lifted_constant(node) is None):
+            if not _fits(dtype, narrow):  # an input cast to a narrower float: its minimum may become -inf
+                return True
+            continue
         constant = graph_utils.lifted_constant(node)
-        if constant is not None and bool((constant == -math.inf).any()):
-            return True
+        if constant is not None:
+            from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+            with unset_fake_temporarily():
+                if bool((constant.to(narrow) == -math.inf).any()):
+                    return True
+            continue
         if node.op != "call_function":
             continue
         if is_op(node, prims.convert_element_type, aten._to_copy):
             src = dtype_of(node.args[0])
-            if src is None or not _widening(src, dtype):
-                return True
+            if src is None or (not src.is_floating_point and not _fits(src, narrow)):
+                return True  # an integer past the float's range
         elif not is_op(node, *_SELECTING):
             return True
-        scalars: list[float] = []
-        torch.fx.node.map_aggregate((node.args, node.kwargs),
-                                    lambda x: scalars.append(x) if isinstance(x, float) else None)
-        if any(_as_dtype(x, dtype) == -math.inf for x in scalars):
+        scalars: list[float] = []  # ints too: full(size, -70000) in fp16 is -inf
+        torch.fx.node.map_aggregate((node.args, node.kwargs), lambda x: scalars.append(x) if isinstance(
+            x, (int, float)) and not isinstance(x, bool) else None)
+        if any(_as_dtype(_as_dtype(x, dtype), narrow) == -math.inf for x in scalars):
             return True
-        stack.extend(node.all_input_nodes)
+        stack.extend((n, narrow) for n in node.all_input_nodes)
     return False
 
 

@@ -620,6 +620,8 @@ def test_rows_masked_with_minus_inf_are_nan_as_in_eager(form):
     ("negated +inf fill", torch.float32),
     ("fp32 minimum cast to bf16", torch.bfloat16),  # bf16 holds finfo(float32).min as -inf
     ("-1e9 cast to fp16", torch.float16),          # past fp16's range
+    ("-70000 cast to fp16", torch.float16),
+    ("fp32 input mask cast to bf16", torch.bfloat16),  # the input's finfo(float32).min
 ])
 def test_additive_mask_the_graph_makes_minus_inf_in_gives_nan_rows_as_eager(form, dtype):
     """No op building these masks takes a -inf scalar, but each makes -inf from finite values: a row that they
@@ -638,6 +640,10 @@ def test_additive_mask_the_graph_makes_minus_inf_in_gives_nan_rows_as_eager(form
             return -torch.zeros(keep.shape, dtype=dt).masked_fill(~keep, math.inf)
         if form == "fp32 minimum cast to bf16":
             return torch.zeros(keep.shape).masked_fill(~keep, f32_min).to(dt)
+        if form == "-70000 cast to fp16":
+            return torch.where(keep, torch.zeros((), dtype=dt), torch.full((), -70000.0).to(dt))
+        if form == "fp32 input mask cast to bf16":
+            return keep.to(dt)  # keep is the fp32 mask here
         return ((~keep).float() * -1e9).to(dt)
 
     def attention(q, k, v, keep):
@@ -646,6 +652,8 @@ def test_additive_mask_the_graph_makes_minus_inf_in_gives_nan_rows_as_eager(form
 
     keep = torch.ones(B, 1, S, S, dtype=torch.bool).tril()
     keep[0, :, 3] = False  # batch 0, query 3: every key blocked
+    if form == "fp32 input mask cast to bf16":
+        keep = torch.zeros(keep.shape).masked_fill(~keep, f32_min)
     q, k, v = qkv(heads_kv=H, dtype=dtype)
     with torch.no_grad():
         ref = attention(q, k, v, keep)
@@ -655,6 +663,27 @@ def test_additive_mask_the_graph_makes_minus_inf_in_gives_nan_rows_as_eager(form
     assert torch.equal(out.isnan(), ref.isnan())
     atol, rtol = TOL[dtype]
     torch.testing.assert_close(out, ref, atol=atol, rtol=rtol, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_mask_built_in_fp32_from_the_dtypes_minimum_gets_no_nan_row_check(dtype):
+    """``where(keep, 0.0, finfo(dtype).min).to(dtype)`` (the zoo's static-cache mask) is built in fp32 and cast,
+    but the minimum it holds is finite in the model's dtype: no -inf, so no NaN-row check is added."""
+    def attention(q, k, v, keep):
+        mask = torch.where(keep, 0.0, torch.finfo(q.dtype).min).to(q.dtype)
+        w = torch.matmul(q, k.transpose(-1, -2)) * 0.25 + mask
+        return torch.matmul(torch.softmax(w.float(), dim=-1).to(q.dtype), v)
+
+    keep = torch.ones(B, 1, S, S, dtype=torch.bool).tril()
+    keep[0, :, 3] = False
+    q, k, v = qkv(heads_kv=H, dtype=dtype)
+    with torch.no_grad():
+        ref = attention(q, k, v, keep)
+        out, recs = compile_with_records(attention, q, k, v, keep, patterns=PATTERN)
+    assert len(matches(recs)) == 1
+    assert not ref.isnan().any() and not out.isnan().any()
+    ops = joint_stage(recs).ops_after
+    assert "aten.any" not in ops and "aten.all" not in ops, ops
 
 
 @pytest.mark.parametrize("form", ["fill then input mask", "two input masks"])
