@@ -24,7 +24,7 @@ def environment(device: str) -> dict:
             env[mod] = __import__(mod).__version__
         except Exception:  # noqa: BLE001 - optional package
             env[mod] = None
-    try:  # a peer the e2e benchmark measures (its liger variants), when installed
+    try:  # a peer bench_e2e measures (its liger variants); read from its metadata, not by importing its kernels
         env["liger_kernel"] = importlib.metadata.version("liger-kernel")
     except importlib.metadata.PackageNotFoundError:
         env["liger_kernel"] = None
