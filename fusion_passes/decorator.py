@@ -41,9 +41,28 @@ def fuse(target=None, *, patterns=None, exclude=(), mode=None, options=None, dyn
             return obj
         if callable(obj):
             return functools.wraps(obj)(torch.compile(obj, **kwargs))
-        raise TypeError(f"@fuse applies to an nn.Module subclass or instance, or a function; got {type(obj).__name__}")
+        raise TypeError(f"@fuse applies to an nn.Module subclass or instance, or a function; got {type(obj).__name__}"
+                        " (its options are keywords: @fuse(patterns=[...]))")
 
     return apply if target is None else apply(target)
+
+
+class _CompiledForward:
+    """One instance's compiled forward, kept in its ``__dict__`` (not as a submodule, so state_dict and
+    named_modules are unchanged). It calls the instance it was compiled for, so a copy must not reuse it: a shallow
+    copy fails the ``owner`` check, and deepcopy and pickling leave an empty one (a compiled function does not
+    pickle, and deepcopy would share it), so the copy compiles its own forward on its first call."""
+
+    __slots__ = ("owner", "fn")
+
+    def __init__(self, owner=None, fn=None):
+        self.owner, self.fn = owner, fn
+
+    def __deepcopy__(self, memo):
+        return _CompiledForward()
+
+    def __reduce__(self):
+        return _CompiledForward, ()
 
 
 def _fuse_module_class(cls: type, kwargs: dict) -> type:
@@ -51,12 +70,15 @@ def _fuse_module_class(cls: type, kwargs: dict) -> type:
 
     @functools.wraps(original_forward)
     def forward(self, *args, **kw):
-        compiled = self.__dict__.get(_COMPILED_ATTR)
-        if compiled is None:
-            compiled = torch.compile(original_forward.__get__(self), **kwargs)
-            # kept in __dict__ (not as a submodule), so state_dict and named_modules are unchanged
-            self.__dict__[_COMPILED_ATTR] = compiled
-        return compiled(*args, **kw)
+        if torch.compiler.is_compiling():
+            # already inside a trace (torch.export, an enclosing torch.compile or @fuse, a class decorated twice):
+            # that trace compiles this code; compiling it again in there recursed without end
+            return original_forward(self, *args, **kw)
+        held = self.__dict__.get(_COMPILED_ATTR)
+        if held is None or held.owner is not self:
+            held = _CompiledForward(self, torch.compile(original_forward.__get__(self), **kwargs))
+            self.__dict__[_COMPILED_ATTR] = held
+        return held.fn(*args, **kw)
 
     cls.forward = forward
     cls._fusion_passes_backend = kwargs["backend"]

@@ -89,3 +89,40 @@ def test_zoo_models_run_under_decorator():
         expected = model(*args)
         got = fuse(model, patterns=[])(*args)
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+
+
+
+@fuse(patterns=[])  # the toy family is registered only during tests
+class PicklableFusedDoubler(Doubler):  # at module level: pickle finds classes by name
+    pass
+
+
+def test_copies_of_a_decorated_class_instance_run_their_own_weights():
+    """The compiled forward is bound to the instance it was compiled for: a deepcopy used to keep calling the
+    original's weights, and pickling (torch.save) raised on the compiled function."""
+    import copy
+    import pickle
+
+    m, x = PicklableFusedDoubler(), torch.randn(2, 4)
+    m(x)  # compiled now
+    for clone in (copy.deepcopy(m), copy.copy(m), pickle.loads(pickle.dumps(m))):
+        clone.lin = nn.Linear(4, 4)  # weights of its own
+        torch.testing.assert_close(clone(x), Doubler.forward(clone, x))
+    torch.testing.assert_close(m(x), Doubler.forward(m, x))
+
+
+@pytest.mark.parametrize("nesting", ["class decorated twice", "decorated subclass of a decorated class",
+                                     "torch.export"])
+def test_decorated_class_inside_another_trace_runs_in_the_outer_one(nesting):
+    """A forward decorated twice (also by decorating a subclass that inherits it) compiled itself again inside its
+    own trace and recursed without end (RecursionError); inside any trace (torch.export too) it now runs its code
+    there."""
+    fused = fuse(type("FusedDoubler", (Doubler,), {}))
+    x = torch.randn(2, 4)
+    if nesting == "torch.export":
+        m = fused()
+        torch.testing.assert_close(torch.export.export(m, (x,)).module()(x), Doubler.forward(m, x))
+        return
+    outer = fused if nesting == "class decorated twice" else type("Sub", (fused,), {})
+    m = fuse(outer, patterns=["toy_mul2_to_add"])()
+    _assert_fired_on(m, x, Doubler.forward(m, x))
