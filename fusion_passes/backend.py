@@ -43,9 +43,15 @@ class FusionBackend:
                  cudagraphs: str | None = None):
         if cudagraphs not in CUDAGRAPHS:
             raise ValueError(f"unknown cudagraphs={cudagraphs!r}; choose one of {', '.join(map(repr, CUDAGRAPHS))}")
+        if dynamic not in (None, True, False):
+            raise TypeError(f"dynamic={dynamic!r}: use None (torch.compile decides), True or False")
+        patterns, exclude = _names(patterns, "patterns"), _names(exclude, "exclude")
+        both = [n for n in patterns or () if n in (exclude or ())]
+        if both:  # enabled and left out: either way the other half of the request is silently dropped
+            raise ValueError(f"{', '.join(map(repr, both))} in both patterns= and exclude=; name each family in one")
         self.patterns, self.load_errors = load(resolve(patterns, exclude))
         self.mode = mode
-        self.options = dict(options or {})
+        self.options = _options(options)
         self.dynamic = dynamic
         self.cudagraphs = cudagraphs
         self._inductor_options()  # validate mode/options now, not at the first call
@@ -90,7 +96,7 @@ class FusionBackend:
         if mode or options:
             configured = copy.copy(self)
             configured.mode = self.mode or mode
-            configured.options = {**(options or {}), **self.options}
+            configured.options = {**_options(options), **self.options}
             return configured(gm, example_inputs)
         from torch._inductor.compile_fx import compile_fx
 
@@ -189,6 +195,32 @@ def register_by_name() -> bool:
     except AssertionError:  # registered already (an earlier call)
         return False
     return True
+
+
+def _names(value, what: str):
+    """``patterns=`` / ``exclude=`` as None, one name or a list of names; a TypeError naming the fix for anything
+    else (an int gave "'int' object is not iterable", bytes a list of numbers, a dict of flags its keys)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, dict)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{what}={value!r}: give family names as a list of strings, e.g. {what}=['qkv_packing'] "
+                        "(fusion_passes.available_patterns() lists them)")
+    names = list(value)
+    bad = [n for n in names if not isinstance(n, str)]
+    if bad:
+        raise TypeError(f"{what}= holds {', '.join(map(repr, bad))}; family names are strings, e.g. "
+                        f"{what}=['qkv_packing'] (fusion_passes.available_patterns() lists them)")
+    return names
+
+
+def _options(options) -> dict:
+    """Inductor options as a dict of their own; a TypeError naming the fix for anything else."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
+        raise TypeError(f"options={options!r}: give a dict of Inductor option names to values, e.g. "
+                        "options={'max_autotune': True} (torch._inductor.list_options() lists them)")
+    return dict(options)
 
 
 def _on_cuda(example_inputs) -> bool:

@@ -270,6 +270,31 @@ def test_bad_input_names_the_fix(kwargs, needle):
         assert "Valid names:" in str(e.value)
 
 
+
+@pytest.mark.parametrize("kwargs, error, needle", [
+    (dict(patterns=3), TypeError, "patterns=3: give family names as a list of strings, e.g. patterns=['qkv_packing']"),
+    (dict(exclude=b"qkv_packing"), TypeError, "exclude=b'qkv_packing': give family names as a list of strings"),
+    (dict(patterns={"qkv_packing": False}), TypeError, "give family names as a list of strings"),
+    (dict(patterns=["qkv_packing", None]), TypeError, "patterns= holds None; family names are strings"),
+    (dict(patterns=["qkv_packing"], exclude="qkv_packing"), ValueError,
+     "'qkv_packing' in both patterns= and exclude=; name each family in one"),
+    (dict(options=["max_autotune"]), TypeError, "options=['max_autotune']: give a dict of Inductor option names"),
+    (dict(dynamic="yes"), TypeError, "dynamic='yes': use None (torch.compile decides), True or False"),
+])
+def test_wrong_types_and_conflicts_name_the_fix(kwargs, error, needle):
+    """These gave "'int' object is not iterable", a list of bytes' numbers as unknown names, a dict's keys as
+    enabled families, "dictionary update sequence element #0", or were accepted: an empty pattern set when a name
+    was both enabled and excluded, dynamic="yes"."""
+    with pytest.raises(error) as e:
+        fusion_passes.backend(**kwargs)
+    assert needle in str(e.value)
+
+
+def test_torch_compiles_options_of_the_wrong_type_name_the_fix():
+    be = fusion_passes.backend(patterns=[])
+    with pytest.raises(TypeError, match="give a dict of Inductor option names to values"):
+        be(torch.fx.symbolic_trace(torch.nn.ReLU()), [torch.randn(2)], options=["max_autotune"])
+
 def test_unknown_or_removed_setting_warns_naming_the_fix(monkeypatch):
     """A FUSION_PASSES_* variable that nothing reads (a typo, a removed setting) would do nothing silently: building
     the backend warns once per name, listing the settings or saying what replaced a removed one. Known settings,
