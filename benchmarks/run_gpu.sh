@@ -58,6 +58,8 @@
 #                                        # and a 512 x 1 prompt: uncompiled, stock, stock with freezing (Inductor's
 #                                        # own passes), Liger-Kernel uncompiled and compiled, ours; needs Liger's
 #                                        # wheel in .peers/ (the machine has no index: pip download liger-kernel)
+#   bash benchmarks/run_gpu.sh peers8b   # (session 39) the same peers at the 8B shape, decode with sdpa attention
+#   bash benchmarks/run_gpu.sh peers8b_prefill  # (session 39) ... and a 512 x 1 prompt at the 8B shape
 #   bash benchmarks/run_gpu.sh s28_steps # the final kernel's graphed decode steps, 1B and 8B: stock vs ours
 #   bash benchmarks/run_gpu.sh s27_step  # after s27: decode_gemv GPU tests, the chain before / after (twice), 1B step
 #   bash benchmarks/run_gpu.sh regcap    # the persistent configs' register cap: 1B step, chain before / after
@@ -119,6 +121,8 @@ OUT=${OUT:-benchmarks/results}
 [ -n "${SKIP_INSTALL:-}" ] || python3 -m pip install --no-deps --no-build-isolation -e . -q 2>&1 | grep -v WARNING
 # Kernels compared in one call: "new" and "table" import this tree's fusion_passes, any other name V the copy of
 # another commit's package in benchmarks/_V (untracked; benchmarks/_old: the previous commit's).
+# Lines dynamo's weak-key dictionaries print at interpreter exit (KeyError in _remove_id), kept out of the tables.
+EXIT_NOISE='Warning|^Exception ignored|^Traceback|^  File "|^KeyError'
 pythonpath() { case "$1" in new|table) echo . ;; *) echo "benchmarks/_$1:." ;; esac; }
 
 # sweep_configs NAME "VERSIONS" "MODELS" LIMIT LINES ARGS...: bench_gemv_configs ARGS per model and kernel version
@@ -449,6 +453,16 @@ case "${1:-}" in
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn sdpa --workloads prefill-512 --batches 1 \
       --variants eager stock stock+freeze liger liger+stock fusion_passes --budget-s 170 \
       --out "$OUT/e2e_prefill_s38_peers_llama-1b.json" 2>&1 | grep -v Warning | tail -10 ;;
+  peers8b)  # (session 39) peers on the same model code at the 8B shape: decode, sdpa attention
+    python3 -m pip install -q --no-deps --no-index .peers/liger_kernel-*.whl 2>&1 | tail -2
+    timeout 560 python3 benchmarks/bench_e2e.py --model llama-8b --attn sdpa --workloads decode-1024 \
+      --variants stock+cudagraphs fusion_passes+graphstep stock+freeze+cudagraphs liger+stock+cudagraphs eager liger \
+      --budget-s 520 --out "$OUT/e2e_decode_s39_peers_llama-8b.json" 2>&1 | grep -vE "$EXIT_NOISE" | tail -12 ;;
+  peers8b_prefill)  # (session 39) the same at the 8B shape, a 512 x 1 prompt
+    python3 -m pip install -q --no-deps --no-index .peers/liger_kernel-*.whl 2>&1 | tail -2
+    timeout 400 python3 benchmarks/bench_e2e.py --model llama-8b --attn sdpa --workloads prefill-512 --batches 1 \
+      --variants stock fusion_passes stock+freeze liger+stock eager liger --budget-s 330 \
+      --out "$OUT/e2e_prefill_s39_peers_llama-8b.json" 2>&1 | grep -vE "$EXIT_NOISE" | tail -10 ;;
   s28_steps)  # (session 28) the final kernel's graphed decode steps, 1B then 8B: stock vs ours, eager attention
     timeout 200 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep --budget-s 150 \
