@@ -383,6 +383,27 @@ def test_no_fire_broadcasting_add():
     _assert_not_fired(f, x, bias, reason="broadcasts")
 
 
+@pytest.mark.parametrize("operand", ["weight", "bias"])
+def test_residual_not_absorbed_when_the_norm_reads_a_value_computed_from_the_sum(operand):
+    """A weight (or bias) made from a matmul of the sum h: an op returning h could not also take it, since it
+    would need its own output (the graph had a cycle and the family raised). The norm alone still fires."""
+    x, r, w = _inputs((2, 5, 32), torch.float32)
+    a = torch.randn(32, 32)
+
+    def f(x, r, a):
+        h = x + r
+        made = (h.reshape(-1, 32) @ a).mean(0)  # [32], from h through a matmul (Inductor cannot fuse it)
+        if operand == "weight":
+            return h, rms_llama(h, made)
+        return h, F.layer_norm(h, (32,), w, made, 1e-5)
+
+    out, recs = _compile(f, x, r, a)
+    _assert_close(out, f(x, r, a), torch.float32)
+    (m,) = _matches(recs)
+    assert m.detail["residual"] is False
+    assert any("computed from the sum" in n for n in _near(recs)), _near(recs)
+
+
 def test_no_fire_with_autograd():
     x, r, w = _inputs((2, 5, 32), torch.float32)
     w.requires_grad_(True)
