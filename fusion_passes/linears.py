@@ -212,11 +212,13 @@ def replace_output(graph: fx.Graph, mm: fx.Node, out: fx.Node, fake) -> list[fx.
     """Point ``mm``'s users at ``out`` (a column slice of the packed result, or slice + bias).
 
     If the slice reaches a graph output through views only, the caller would get a view of the packed
-    buffer with other strides than eager gives (a ``.view`` that works in eager could fail), so then the
-    users get a dense copy instead. Direct ``view`` users become ``reshape`` (a view of a slice may need it).
+    buffer with other strides than eager gives (a ``.view`` that works in eager could fail); if it reaches
+    ``as_strided``, whose strides and offset address the storage rather than the tensor, that would read the
+    packed buffer's rows instead of the GEMM's. Then the users get a dense copy instead. Direct ``view`` users
+    become ``reshape`` (a view of a slice may need it).
     """
     inserted = []
-    if out.target is aten.slice.Tensor and _reaches_output_through_views(mm):
+    if out.target is aten.slice.Tensor and _needs_eager_layout(mm):
         with graph.inserting_after(out):
             out = fake.call(graph, aten.clone.default, out, memory_format=torch.contiguous_format)
         inserted.append(out)
@@ -236,11 +238,16 @@ def _is_view(node: fx.Node) -> bool:
     return schema is not None and not schema.is_mutable and any(r.alias_info is not None for r in schema.returns)
 
 
-def _reaches_output_through_views(node: fx.Node) -> bool:
+# Views whose strides and offset index the input's storage, not the input: they see its memory layout.
+_STORAGE_VIEWS = (aten.as_strided, aten.as_strided_copy, aten.as_strided_scatter)
+
+
+def _needs_eager_layout(node: fx.Node) -> bool:
+    """Does ``node`` reach, through views only, a graph output or an op that reads its storage layout?"""
     stack, seen = [node], set()
     while stack:
         for user in stack.pop().users:
-            if user.op == "output":
+            if user.op == "output" or graph_utils.is_op(user, *_STORAGE_VIEWS):
                 return True
             if user not in seen and _is_view(user):
                 seen.add(user)

@@ -142,7 +142,25 @@ def _packable(mms: list[fx.Node], taken: set[fx.Node], ctx) -> list[linears.Line
         ctx.near_miss(found[0].mm, f"a weight block is not a multiple of {_ALIGN} bytes, so the next one would "
                       "start misaligned in the packed buffer; not packed")
         return []
-    return _exact_biases(found, ctx)
+    found = _biases_in_time(found, ctx)
+    return _exact_biases(found, ctx) if len(found) >= 2 else found
+
+
+def _biases_in_time(found: list[linears.Linear], ctx) -> list[linears.Linear]:
+    """``found`` (in graph order) less the linears whose bias the graph computes after the first GEMM: the packed
+    GEMM and the biases added to its slices take that GEMM's place, where such a bias does not exist yet."""
+    if all(lin.bias is None or lin.bias.op in ("placeholder", "get_attr") for lin in found):
+        return found
+    defined = set()
+    for node in found[0].mm.graph.nodes:
+        if node is found[0].mm:
+            break
+        defined.add(node)
+    late = [lin for lin in found[1:] if lin.bias is not None and lin.bias not in defined]
+    for lin in late:
+        ctx.near_miss(lin.mm, f"its bias ({lin.bias.name}) is computed after the first linear on this input, where "
+                              "the packed GEMM would run; not packed")
+    return [lin for lin in found if lin not in late]
 
 
 def _exact_biases(found: list[linears.Linear], ctx) -> list[linears.Linear]:

@@ -293,6 +293,64 @@ def test_projections_returned_from_the_graph_keep_eager_strides():
     out[1].view(-1)  # works in eager, so must work here
 
 
+class StorageViews(nn.Module):
+    """Reads each projection through ``as_strided``, whose strides index the storage: [B, S, 32] -> [B, S, 16]."""
+
+    def __init__(self):
+        super().__init__()
+        self.q, self.k = nn.Linear(64, 32), nn.Linear(64, 32, bias=False)
+
+    def forward(self, x):
+        b, s = x.shape[:2]
+        q = self.q(x).as_strided((b, s, 16), (s * 32, 32, 2))  # every other column, as eager's dense [M, 32] holds it
+        return torch.tanh(q) + 1, torch.tanh(self.k(x).as_strided((b, s, 16), (s * 32, 32, 1), 16))
+
+
+def test_as_strided_on_a_projection_reads_its_own_columns():
+    """On a column slice of the packed [M, 64] result the same strides would read the other projection's rows
+    (error 1.4 before); the slice is made dense for it, as eager's GEMM output is."""
+    torch.manual_seed(0)
+    model = StorageViews().eval()
+    x = torch.randn(2, 5, 64)
+    with torch.no_grad():
+        ref = model(x)
+        out, recs = compile_with_records(model, x, patterns=PATTERN)
+    assert len(matches(recs)) == 1
+    for a, b in zip(out, ref):
+        torch.testing.assert_close(a, b)
+
+
+class LateBias(nn.Module):
+    """k's bias is computed from q, after q's GEMM, where the packed GEMM would have to run."""
+
+    def __init__(self, q_bias: bool):
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(64, 32, bias=q_bias), nn.Linear(64, 32, bias=False), nn.Linear(64, 32)
+
+    def forward(self, x):
+        q = self.q(x)
+        k = F.linear(x, self.k.weight, torch.tanh(q.sum((0, 1))))
+        return q, k, self.v(x)
+
+
+@pytest.mark.parametrize("q_bias", [True, False])
+def test_bias_computed_after_the_first_linear_is_not_packed(q_bias):
+    """A graph where the packed GEMM reads a bias defined after it failed to compile (and restoring the graph
+    raised too); now that linear stays unpacked with a near miss, and q and v are packed."""
+    torch.manual_seed(0)
+    model = LateBias(q_bias).eval()
+    x = torch.randn(2, 5, 64)
+    with torch.no_grad():
+        ref = model(x)
+        out, recs = compile_with_records(model, x, patterns=PATTERN)
+    for a, b in zip(out, ref):
+        torch.testing.assert_close(a, b)
+    assert not [e for r in recs for e in r.errors]
+    (m,) = matches(recs)
+    assert m.detail["linears"] == 2 and m.detail["bias"] == [q_bias, True]
+    assert any("is computed after the first linear" in n.reason for r in recs for n in r.near_misses)
+
+
 # --------------------------------------------------------------------------------------------- freezing
 
 
