@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 __all__ = ["main"]
@@ -14,7 +15,7 @@ def _cmd_patterns(args) -> int:
     from .patterns import available_patterns, get_family
 
     rows = [(n, get_family(n).HOOK, getattr(get_family(n), "DESCRIPTION", "")) for n in available_patterns()]
-    print(tabulate(rows, headers=["pattern", "hook", "what it does"]))
+    print(tabulate(rows, headers=["pattern", "hook", "what it does"], maxcolwidths=[None, None, 90]))
     return 0
 
 
@@ -47,6 +48,14 @@ def _cmd_demo(args) -> int:
                     patterns=args.patterns, iters=args.iters)
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: a size or count of 0 or less failed deep inside the model (or the timing loop)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive integer")
+    return value
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="fusion-passes", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -55,9 +64,9 @@ def main(argv=None) -> int:
     demo.add_argument("--model", default="llama", help="zoo model: llama, gpt2 or bert (default llama)")
     demo.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
     demo.add_argument("--dtype", default=None, help="float32, float16 or bfloat16 (default: bf16 on cuda, fp32 on cpu)")
-    demo.add_argument("--batch", type=int, default=2)
-    demo.add_argument("--seq", type=int, default=64)
-    demo.add_argument("--iters", type=int, default=20, help="timed iterations per variant")
+    demo.add_argument("--batch", type=_positive_int, default=2)
+    demo.add_argument("--seq", type=_positive_int, default=64)
+    demo.add_argument("--iters", type=_positive_int, default=20, help="timed iterations per variant")
     demo.add_argument("--patterns", nargs="*", default=None, help="families to enable (default: all)")
     demo.set_defaults(func=_cmd_demo)
 
@@ -76,6 +85,14 @@ def main(argv=None) -> int:
     except (ValueError, RuntimeError) as e:
         print(f"fusion-passes: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader went away (`fusion-passes patterns | head -3`): stop quietly; stdout goes to /dev/null so that
+        # Python's flush at exit does not raise it again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as e:  # a report that cannot be written (no permission, no space), a file the factory lacks
+        print(f"fusion-passes: error: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -145,13 +145,17 @@ def _call_factory(factory, device, dtype):
         params = {}
     var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     kwargs = {k: v for k, v in (("device", device), ("dtype", dtype)) if v is not None and (k in params or var_kw)}
-    return factory(**kwargs)
+    try:
+        return factory(**kwargs)
+    except Exception as e:  # noqa: BLE001 - the user's factory failed: say it was there, not in the report
+        raise ReportError(f"{factory.__name__}() failed while building the model: {type(e).__name__}: {e}") from e
 
 
 def _describe(obj) -> str:
     if isinstance(obj, tuple):
         return f"a tuple of {len(obj)} ({', '.join(type(x).__name__ for x in obj)})"
-    return f"a {type(obj).__name__}"
+    name = type(obj).__name__
+    return f"{'an' if name[0].lower() in 'aeiou' else 'a'} {name}"
 
 
 def build_inputs(result, name: str) -> tuple[Any, tuple, dict]:
@@ -199,13 +203,32 @@ def _move(obj, device, dtype):
 # ------------------------------------------------------------------------------------------------ run
 
 
+def _check_output(flag: str, path: str | None) -> None:
+    """A report path that cannot be written fails now, not with a traceback after the compile (minutes for a
+    large model). ``--json -`` is stdout."""
+    if path is None or path == "-":
+        return
+    if os.path.isdir(path):
+        example = os.path.join(path, "report." + flag.lstrip("-"))
+        raise ReportError(f"{flag} {path} is a directory; give a file name, e.g. {example}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ReportError(f"{flag} {path}: the folder {folder} does not exist; create it (mkdir -p {folder}) or write "
+                          "the report elsewhere")
+
+
 def run_report(args) -> int:
+    from .backend import FusionBackend
     from .report import collect
 
     device, dtype = pick_device(args.device), pick_dtype(args.dtype)
+    for flag, path in (("--html", args.html), ("--json", args.json)):
+        _check_output(flag, path)
+    backend_kw = dict(patterns=args.patterns, exclude=args.exclude, mode=args.mode, cudagraphs=args.cudagraphs)
     # stdout carries the report only (it may be JSON); whatever the user's code prints goes to stderr
     with contextlib.redirect_stdout(sys.stderr):
         factory = load_factory(args.target)
+        FusionBackend(**backend_kw)  # its mistakes before the model is built (the import may register a family)
         _say(f"building the model: {args.target}")
         model, call_args, call_kwargs = build_inputs(_call_factory(factory, device, dtype), factory.__name__)
         if isinstance(model, torch.nn.Module):
@@ -213,8 +236,7 @@ def run_report(args) -> int:
             model.train(args.train)
         call_args, call_kwargs = _move(call_args, device, dtype), _move(call_kwargs, device, dtype)
         with contextlib.nullcontext() if args.train else torch.no_grad():
-            rep = collect(model, call_args, call_kwargs, patterns=args.patterns, exclude=args.exclude,
-                          mode=args.mode, cudagraphs=args.cudagraphs, dynamic=True if args.dynamic else None,
+            rep = collect(model, call_args, call_kwargs, **backend_kw, dynamic=True if args.dynamic else None,
                           progress=_say, target=args.target)
 
     if args.html:

@@ -11,28 +11,21 @@ import time
 
 import torch
 
-from . import zoo
+from . import cli_report, zoo
 from .backend import FusionBackend
 from .records import capture
-
-_DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
-           "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
 
 
 def pick_device(device: str | None) -> str:
     if device is None:
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError("--device cuda was requested but CUDA is not available; use --device cpu")
-    return device
+    return cli_report.pick_device(device)
 
 
 def pick_dtype(dtype: str | None, device: str) -> torch.dtype:
     if dtype is None:
         return torch.bfloat16 if device.startswith("cuda") else torch.float32
-    if dtype not in _DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}; choose one of {', '.join(_DTYPES)}")
-    return _DTYPES[dtype]
+    return cli_report.pick_dtype(dtype)
 
 
 def steady_ms(fn, args, iters: int, device: str) -> float:

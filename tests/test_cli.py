@@ -69,9 +69,43 @@ def test_settings_lists_each_with_its_choices_value_and_ignored_ones():
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA error")
 def test_demo_cuda_without_cuda_names_the_fix():
     out = cli("demo", "--device", "cuda", check=False)
-    assert out.returncode == 2 and "CUDA is not available; use --device cpu" in out.stderr
+    assert out.returncode == 2 and "--device cuda was requested but CUDA is not available" in out.stderr
+    assert "use --device cpu" in out.stderr
 
 
 def test_demo_unknown_pattern_lists_valid_names():
     out = cli("demo", "--patterns", "attention", check=False)
     assert out.returncode == 2 and "Valid names:" in out.stderr
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["demo", "--batch", "0"], "argument --batch: 0 is not a positive integer"),
+    (["demo", "--seq", "-1"], "argument --seq: -1 is not a positive integer"),
+    (["demo", "--iters", "0"], "argument --iters: 0 is not a positive integer"),
+])
+def test_demo_sizes_must_be_positive(argv, message, capsys):
+    """0 or less failed deep in the model with torch's reshape error, or with an IndexError traceback after the
+    compile (--iters 0): now argparse's usage and exit code 2."""
+    from fusion_passes.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and message in err and err.startswith("usage: fusion-passes demo")
+
+
+def test_demo_unknown_device_names_the_fix(capsys):
+    from fusion_passes.cli import main
+
+    assert main(["demo", "--device", "tpu"]) == 2
+    assert "--device 'tpu' is not a device torch knows" in capsys.readouterr().err  # was torch's message alone
+
+
+def test_output_closed_early_exits_quietly():
+    """``fusion-passes patterns | head -1``: the reader leaves; this was a BrokenPipeError traceback."""
+    exe = shutil.which("fusion-passes")
+    cmd = [exe] if exe else [sys.executable, "-m", "fusion_passes"]
+    proc = subprocess.Popen(cmd + ["patterns"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    proc.stdout.close()  # before the command prints (importing torch takes it seconds)
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 1 and "Traceback" not in err and "BrokenPipeError" not in err, err

@@ -58,6 +58,10 @@ TARGET_SRC = textwrap.dedent('''
 
     def wrong():
         return Tiny()
+
+
+    def boom():
+        raise RuntimeError("no weights here")
 ''')
 
 
@@ -121,12 +125,18 @@ def test_factory_returning_the_wrong_thing_exits_2(target):
     (["nocolon"], "must be 'path/to/file.py:factory' or 'package.module:factory'"),
     (["missing_dir/missing.py:make"], "no such file 'missing_dir/missing.py'"),
     (["no_such_module_xyz.models:make"], "cannot import 'no_such_module_xyz.models'"),
-    (["{target}:nope"], "has no 'nope'; functions defined there: make, make_kwargs, wrong"),
+    (["{target}:nope"], "has no 'nope'; functions defined there: make, make_kwargs, wrong, boom"),
     (["{target}:make", "--dtype", "float8"], "unknown --dtype 'float8'; choose one of float32"),
     (["{target}:make", "--patterns", "no_such_family"], "unknown pattern name(s) in patterns=: 'no_such_family'"),
+    # before the model is built: wrong() is never called
+    (["{target}:wrong", "--mode", "fastest"], "unknown mode 'fastest'; choose one of"),
+    (["{target}:boom"], "boom() failed while building the model: RuntimeError: no weights here"),
+    # before the compile, not with a traceback after it
+    (["{target}:make", "--html", "{target}.missing/report.html"], ".missing does not exist; create it (mkdir -p "),
+    (["{target}:make", "--json", "{dir}"], "is a directory; give a file name, e.g. "),
 ])
 def test_mistakes_name_the_fix(argv, message, target, capsys):
-    rc = main(["report", *(a.format(target=target) for a in argv)])
+    rc = main(["report", *(a.format(target=target, dir=target.parent) for a in argv)])
     err = capsys.readouterr().err
     assert rc == 2 and message in err, err
 
@@ -146,7 +156,7 @@ def test_build_inputs_shapes():
     assert build_inputs((m, x), "f")[1] == (x,)
     assert build_inputs([m, {"x": x}], "f")[2] == {"x": x}
     assert build_inputs((m, [x], {"y": 1}), "f") == (m, (x,), {"y": 1})
-    for bad, why in [((m,), "a tuple of 1"), ((1, (x,)), "first item should be the model"), ((m, 3), "got a int"),
+    for bad, why in [((m,), "a tuple of 1"), ((1, (x,)), "first item should be the model"), ((m, 3), "got an int"),
                      ((m, (x,), [1]), "kwargs a dict")]:
         with pytest.raises(ReportError, match=why):
             build_inputs(bad, "f")
