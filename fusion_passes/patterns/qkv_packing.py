@@ -177,7 +177,7 @@ def _exact_biases(found: list[linears.Linear], ctx) -> list[linears.Linear]:
         if lin.bias is not None:
             ctx.near_miss(lin.mm, f"biased linear not packed in {dtype}: its bias would be added after the packed "
                                   "GEMM rounds (addmm adds it before; packed as one addmm only with a bias on every "
-                                  "linear)")
+                                  f"linear, each bias block a multiple of {_ALIGN} bytes)")
     return [lin for lin in found if lin.bias is None]
 
 
