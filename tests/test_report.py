@@ -328,6 +328,28 @@ def test_match_detail_in_every_output(rep):
         "mask": "<causal>", "widths": [64, 32], "dtype": "torch.float16"}  # free-form values stringified
 
 
+
+def test_non_finite_detail_values_keep_the_json_valid(rep):
+    """A match's detail with inf (state_updates' step of ``buf += float("inf")``) was written as ``Infinity``:
+    invalid JSON, and the page's JSON.parse of its embedded data threw, so its script stopped there."""
+    detail = {"step": float("inf"), "scales": [float("-inf"), float("nan"), 0.5]}
+    g = dataclasses.replace(rep.graphs[0], matches=[dataclasses.replace(rep.matches[0], detail=detail)])
+    one = dataclasses.replace(rep, graphs=[g], breaks=[])
+
+    def strict(text):
+        return json.loads(text, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+
+    assert strict(one.to_json())["graphs"][0]["matches"][0]["detail"] == {"step": "inf",
+                                                                          "scales": ["-inf", "nan", 0.5]}
+    page = re.search(r'id="report-data">(.*?)</script>', one.to_html(), re.S).group(1)
+    assert strict(page)["graphs"][0]["matches"][0]["detail"]["step"] == "inf"
+
+
+def test_text_says_when_no_op_count_changed(rep):
+    """It printed the op-count table's bare header instead of saying so."""
+    text = dataclasses.replace(rep, graphs=[dataclasses.replace(rep.graphs[0], stages=[])], breaks=[]).text()
+    assert "Op counts changed by our passes\n-------------------------------\n(no op count changed)" in text
+
 @pytest.mark.skipif(not shutil.which("chromium"), reason="chromium not installed")
 def test_html_renders_in_headless_chromium_without_console_errors(page):
     path, _, _ = page

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -225,7 +226,8 @@ class FusionReport:
     # -------------------------------------------------------------------------------- outputs
 
     def to_dict(self, code: bool = True) -> dict[str, Any]:
-        """The JSON schema ``SCHEMA``: plain dicts, lists, strings and numbers only.
+        """The JSON schema ``SCHEMA``: plain dicts, lists, strings and finite numbers only (a non-finite value in a
+        match's ``detail`` is the string ``"inf"``, ``"-inf"`` or ``"nan"``).
 
         ``code=False`` leaves out each stage's full ``code_before``/``code_after`` (the ``diff`` stays).
         """
@@ -277,7 +279,11 @@ def _count(items) -> dict[str, int]:
 
 
 def _jsonable(value: Any) -> Any:
-    """``Match.detail`` is free-form (families fill it): keep JSON types, stringify the rest."""
+    """``Match.detail`` is free-form (families fill it): keep JSON types, stringify the rest, and non-finite floats
+    too (a step of ``inf``): json.dumps writes them as ``Infinity``/``NaN``, which JSON parsers, the HTML page's
+    ``JSON.parse`` among them, reject."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, dict):

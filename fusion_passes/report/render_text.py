@@ -191,7 +191,9 @@ def _sections(rep: FusionReport, with_graphs: bool, with_breaks: bool, compact: 
     if compact:
         out.append(f"Op counts changed by our passes (net): {ops_line(rep)}\n")
     else:
-        out.append(_section("Op counts changed by our passes", ops_table(rep), "(no op count changed)"))
+        changed = any(s.ops_delta for g in rep.graphs for s in g.stages)  # an empty table still has its header
+        out.append(_section("Op counts changed by our passes", ops_table(rep) if changed else "",
+                            "(no op count changed)"))
     if rep.errors:
         out.append(_section("Pass errors", errors_table(rep), ""))
     return out
