@@ -34,6 +34,10 @@ def fuse(target=None, *, patterns=None, exclude=(), mode=None, options=None, dyn
     def apply(obj):
         if isinstance(obj, type) and issubclass(obj, nn.Module):
             return _fuse_module_class(obj, kwargs)
+        if isinstance(obj, nn.Module) and isinstance(getattr(obj, "_orig_mod", None), nn.Module):
+            # torch.compile's wrapper keeps its own backend when compiled again: none of our passes would run
+            raise TypeError(f"@fuse got a module that torch.compile already wrapped ({type(obj._orig_mod).__name__}); "
+                            "fuse the module itself, fuse(model._orig_mod) or fuse(model) instead of torch.compile")
         if isinstance(obj, nn.Module):
             # nn.Module.compile compiles in place, so parameter names (state_dict keys) stay as they were,
             # unlike torch.compile(module), which wraps it and prefixes every key with "_orig_mod.".

@@ -79,6 +79,9 @@ def test_decorator_on_function():
 def test_decorator_rejects_bad_targets_and_names():
     with pytest.raises(TypeError, match="nn.Module subclass or instance, or a function"):
         fuse(42)
+    # it compiled the wrapper, which kept stock Inductor: none of our passes ran, silently
+    with pytest.raises(TypeError, match=r"already wrapped \(Doubler\); fuse the module itself, fuse\(model\._orig"):
+        fuse(torch.compile(Doubler()))
     with pytest.raises(ValueError, match="Valid names"):
         fuse(patterns=["nope"])
 
