@@ -401,8 +401,12 @@ def snapshot(graph: fx.Graph) -> fx.Graph:
 
 def restore(graph: fx.Graph, saved: fx.Graph) -> None:
     """Make ``graph`` hold exactly the nodes of ``saved`` again (in place, for a pass that failed midway)."""
-    for node in reversed(list(graph.nodes)):
-        node.users.clear()  # erase in any order without "still has users" errors
+    # Unlink every node before erasing any: a failed pass may have left a node after one of its users, so no
+    # erase order is safe while the use lists still hold (and clearing them by hand corrupts erase_node's updates).
+    nodes = list(graph.nodes)
+    for node in nodes:
+        node.args, node.kwargs = (), {}
+    for node in nodes:
         graph.erase_node(node)
     out = graph.graph_copy(saved, {})
     graph.output(out)

@@ -1,7 +1,8 @@
 """Test-only pattern families exercising the registry and the pass manager.
 
 toy_mul2_to_add (post_grad):  y = mul(x, 2)          ->  y = add(x, x)
-toy_broken      (post_grad):  rewrites the first mul, then raises (the manager must roll it back)
+toy_broken      (post_grad):  rewrites the first mul into a value used before it is defined, then raises (the
+                              manager must roll it back)
 toy_uncompilable (post_grad): y = mul(x, 2)          ->  y = _times_two(x), a call Inductor cannot lower
 """
 
@@ -46,7 +47,9 @@ class ToyBroken:
     def apply(graph, ctx):
         for node in list(graph.nodes):
             if node.target is aten.mul.Tensor:
-                with graph.inserting_before(node):
+                # after the mul's first user: left like this the graph uses a value before defining it, the
+                # state a family that raised midway can leave, which the manager's rollback must still undo
+                with graph.inserting_after(next(iter(node.users))):
                     new = graph.call_function(aten.sub.Tensor, node.args)
                 node.replace_all_uses_with(new)
                 graph.erase_node(node)
