@@ -52,6 +52,9 @@ class FusionBackend:
         self.patterns, self.load_errors = load(resolve(patterns, exclude))
         self.mode = mode
         self.options = _options(options)
+        if cudagraphs is not None and "triton.cudagraphs" in self.options:  # one of them was silently overridden
+            raise ValueError(f"cudagraphs={cudagraphs!r} and options={{'triton.cudagraphs': "
+                             f"{self.options['triton.cudagraphs']!r}}} both choose CUDA graphs; give only cudagraphs=")
         self.dynamic = dynamic
         self.cudagraphs = cudagraphs
         self._inductor_options()  # validate mode/options now, not at the first call

@@ -280,11 +280,13 @@ def test_bad_input_names_the_fix(kwargs, needle):
      "'qkv_packing' in both patterns= and exclude=; name each family in one"),
     (dict(options=["max_autotune"]), TypeError, "options=['max_autotune']: give a dict of Inductor option names"),
     (dict(dynamic="yes"), TypeError, "dynamic='yes': use None (torch.compile decides), True or False"),
+    (dict(cudagraphs="static", options={"triton.cudagraphs": True}), ValueError,
+     "cudagraphs='static' and options={'triton.cudagraphs': True} both choose CUDA graphs; give only cudagraphs="),
 ])
 def test_wrong_types_and_conflicts_name_the_fix(kwargs, error, needle):
     """These gave "'int' object is not iterable", a list of bytes' numbers as unknown names, a dict's keys as
     enabled families, "dictionary update sequence element #0", or were accepted: an empty pattern set when a name
-    was both enabled and excluded, dynamic="yes"."""
+    was both enabled and excluded, dynamic="yes", an options= CUDA-graph choice that cudagraphs= overrode."""
     with pytest.raises(error) as e:
         fusion_passes.backend(**kwargs)
     assert needle in str(e.value)
