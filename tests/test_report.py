@@ -350,6 +350,16 @@ def test_text_says_when_no_op_count_changed(rep):
     text = dataclasses.replace(rep, graphs=[dataclasses.replace(rep.graphs[0], stages=[])], breaks=[]).text()
     assert "Op counts changed by our passes\n-------------------------------\n(no op count changed)" in text
 
+
+def test_text_and_html_say_what_cuda_graphs_each_graph_got(rep):
+    """backend(cudagraphs="static")'s outcome per graph was only in the JSON and the CLI's progress lines, though
+    the README says reports give it; the column appears only where a graph has one."""
+    why = "trees (a <symbolic> shape)"
+    one = dataclasses.replace(rep, graphs=[dataclasses.replace(rep.graphs[0], cudagraphs=why)], breaks=[])
+    assert "CUDA graphs" in one.text() and "trees (a <symbolic> shape)" in one.text()
+    assert "<th>CUDA graphs</th>" in one.to_html() and "trees (a &lt;symbolic&gt; shape)" in one.to_html()
+    assert "CUDA graphs" not in rep.text() and "<th>CUDA graphs</th>" not in rep.to_html()
+
 @pytest.mark.skipif(not shutil.which("chromium"), reason="chromium not installed")
 def test_html_renders_in_headless_chromium_without_console_errors(page):
     path, _, _ = page

@@ -111,8 +111,7 @@ class _ReportingBackend(FusionBackend):
         cid = _compile_id(gm)
         self.say(f"graph {gid} (Dynamo frame {cid}): {len(gm.graph.nodes)} FX nodes; AOT autograd + our passes "
                  f"+ Inductor")
-        # records.capture() blocks must not nest (their sinks are removed by equality), so read the new record
-        # off the report's own capture list
+        # the new record, off the report's own capture list (a capture() of the caller's may hold others too)
         n_before = len(self.records)
         compiled = super().__call__(gm, example_inputs)
         rec = self.records[n_before] if len(self.records) > n_before else None

@@ -122,8 +122,12 @@ def _graphs(rep: FusionReport) -> str:
              e(format_bytes(g.saved_bytes)) if g.saved_bytes else "–", f"{g.compile_s:.2f}",
              f"{sum(g.pass_s.values()):.2f}", e(g.ended_by or "return"), f"<code>{e(', '.join(g.head_ops))}</code>",
              f"<code>{e(', '.join(g.tail_ops))}</code>"] for g in rep.graphs]
-    table = _table(["graph", "Dynamo frame", "nodes", "kernels", "matches", "near misses", "saves", "compile s",
-                    "passes s", "ends at", "first ops", "last ops"], rows, "graphs", num_cols=(2, 3, 4, 5, 7, 8))
+    headers = ["graph", "Dynamo frame", "nodes", "kernels", "matches", "near misses", "saves", "compile s",
+               "passes s", "ends at", "first ops", "last ops"]
+    if any(g.cudagraphs for g in rep.graphs):  # only backend(cudagraphs="static") sets it
+        rows = [row + [e(g.cudagraphs or "–")] for row, g in zip(rows, rep.graphs)]
+        headers.append("CUDA graphs")
+    table = _table(headers, rows, "graphs", num_cols=(2, 3, 4, 5, 7, 8))
     return _section("graphs", "Compiled graphs", table if rows else "", "No graph was compiled.")
 
 

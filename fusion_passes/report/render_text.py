@@ -94,8 +94,12 @@ def graphs_table(rep: FusionReport) -> str:
          f"{sum(g.pass_s.values()):.2f}", g.ended_by or "return")
         for g in rep.graphs
     ]
-    return tabulate(rows, headers=["graph", "frame", "nodes", "kernels", "matches", "near misses", "saves",
-                                   "compile s", "passes s", "ends at"])
+    headers = ["graph", "frame", "nodes", "kernels", "matches", "near misses", "saves", "compile s", "passes s",
+               "ends at"]
+    if any(g.cudagraphs for g in rep.graphs):  # only backend(cudagraphs="static") sets it
+        rows = [(*row, g.cudagraphs or "-") for row, g in zip(rows, rep.graphs)]
+        headers.append("CUDA graphs")
+    return tabulate(rows, headers=headers, maxcolwidths=[None] * (len(headers) - 1) + [40])
 
 
 def families_table(rep: FusionReport) -> str:
