@@ -7,8 +7,9 @@ For each family the manager snapshots the graph, runs ``family.apply(graph, ctx)
 snapshot back, warns once and records a ``PassError``: a broken family never breaks the user's compile.
 
 ``uuid()`` hashes the enabled family names, the source files of those families and of this package's core,
-and the uuid of the user's own pass that we chain, so Inductor's FX graph cache hits for the same config
-(also across processes) and misses when anything that changes the output graph changes.
+their run-time settings (``cache_key()``) and the uuid of the user's own pass that we chain, so Inductor's FX
+graph cache hits for the same config (also across processes) and misses when anything that changes the output
+graph changes. Where that cannot be known it is None, and Inductor compiles without its cache.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ __all__ = ["PassContext", "FusionGraphPass", "HOOK_CONFIG"]
 # our hook name -> the torch._inductor.config attribute that holds the pass
 HOOK_CONFIG = {"joint": "joint_custom_pre_pass", "post_grad": "post_grad_custom_pre_pass"}
 
-_CORE_FILES = ("pass_manager.py", "graph_utils.py")
+# what every family may use: linears' FakeEval builds outer_product's and state_updates' nodes, and the kernels'
+# package holds helpers their ops call
+_CORE_FILES = ("pass_manager.py", "graph_utils.py", "linears.py", os.path.join("kernels", "__init__.py"))
 _warned: set[tuple[str, str]] = set()
 
 
@@ -98,15 +101,25 @@ def _file_hash(paths: list[str]) -> str:
     return h.hexdigest()
 
 
-def _family_files(family) -> list[str]:
-    """The family's own source and every file it lists in ``DEPENDS`` (e.g. its kernels)."""
-    files = []
-    for obj in (family, *getattr(family, "DEPENDS", ())):
+def _family_files(family) -> list[str] | None:
+    """The family's own source and every file it lists in ``DEPENDS`` (e.g. its kernels), and theirs in turn
+    (decode_gemv's residual_norm brings its norm kernels); None when one has no source file (an object made at
+    run time, a class typed into a REPL): nothing would tell two such apart."""
+    files, todo, seen = [], [family], set()
+    while todo:
+        obj = todo.pop(0)
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
         try:
-            files.append(inspect.getsourcefile(obj) or "")
-        except TypeError:  # an object made at run time: fall back to its repr
-            files.append("")
-    return [f for f in files if f]
+            path = inspect.getsourcefile(obj)
+        except (TypeError, OSError):
+            return None
+        if not path or not os.path.isfile(path):
+            return None
+        files.append(path)
+        todo += getattr(obj, "DEPENDS", ())
+    return files
 
 
 def _warn_once(pattern: str, message: str) -> None:
@@ -178,16 +191,27 @@ class FusionGraphPass(CustomGraphPass):
             if rec is not None:
                 rec.pass_s[name] = rec.pass_s.get(name, 0.0) + time.perf_counter() - start
 
-    def uuid(self) -> Any:
+    def key_files(self) -> list[str] | None:
+        """The source files whose text enters ``uuid()``: the core's, then each family's and its ``DEPENDS``';
+        None when a family has none."""
         files = [os.path.join(os.path.dirname(__file__), f) for f in _CORE_FILES]
-        keys = []
         for name in self.families:
-            family = get_family(name)
-            files += _family_files(family)
-            if hasattr(family, "cache_key"):  # run-time settings that change the graphs the family produces
-                keys.append(f"{name}={family.cache_key()}")
-        parts = [self.hook, ",".join(self.families), str(self.grad_enabled), _file_hash(files), torch.__version__,
-                 *keys]
+            own = _family_files(get_family(name))
+            if own is None:  # a runtime-made family would get the graph of another one of its name
+                return None
+            files += own
+        return files
+
+    def uuid(self) -> Any:
+        """The FX-graph-cache key of this pass; None (Inductor then compiles without its cache, and our passes run)
+        where a family has no source file to hash."""
+        files = self.key_files()
+        if files is None:
+            return None
+        keys = [f"{name}={get_family(name).cache_key()}" for name in self.families
+                if hasattr(get_family(name), "cache_key")]  # run-time settings that change the graphs
+        file_hash = _file_hash(files)
+        parts = [self.hook, ",".join(self.families), str(self.grad_enabled), file_hash, torch.__version__, *keys]
         for user_pass in _as_tuple(self.chained):
             uid = user_pass.uuid() if isinstance(user_pass, CustomGraphPass) else None
             if uid is None:

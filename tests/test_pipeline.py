@@ -1,6 +1,7 @@
 """All families together on the zoo models: parity with eager, every family fires, the GEMM count per Llama
 layer drops, dynamic shapes and a decode step over the static KV cache work."""
 
+import os
 import random
 
 import pytest
@@ -173,3 +174,112 @@ def test_random_blocks_give_eagers_result_and_gradients(seed):
             assert (g is None) == (e is None)
             if e is not None:
                 torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------------------------------------------- Inductor's FX cache
+
+
+@pytest.fixture
+def fx_cache(monkeypatch, tmp_path):
+    """Inductor's FX graph cache on, in a fresh folder; yields a function returning (hits, misses) since the last
+    call. conftest's TORCHINDUCTOR_FX_GRAPH_CACHE=0 was read at import and overrides the config value, so the
+    override itself is patched."""
+    from torch._dynamo.utils import counters
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(torch._inductor.config._config["fx_graph_cache"], "env_value_force", True)
+
+    def hits_misses():
+        got = counters["inductor"]["fxgraph_cache_hit"], counters["inductor"]["fxgraph_cache_miss"]
+        counters["inductor"].clear()
+        return got
+
+    hits_misses()
+    yield hits_misses
+
+
+def _scaling_family(k):
+    """A family made at run time (no source file): ``mul(x, 2)`` -> ``mul(x, k)``."""
+    from types import SimpleNamespace
+
+    def apply(graph, ctx):
+        for node in list(graph.nodes):
+            if node.target is torch.ops.aten.mul.Tensor and node.args[1] == 2:
+                node.args = (node.args[0], k)
+                ctx.matched([node], [node])
+
+    return SimpleNamespace(NAME="toy_runtime_scale", HOOK="post_grad", DESCRIPTION="test only", apply=apply)
+
+
+def test_fx_cache_never_serves_a_runtime_made_familys_graph_to_another(fx_cache):
+    """Two families of one name made at run time have no source to tell them apart: the cache is bypassed (it
+    served the first one's graph, x * 3, for the second, x * 5)."""
+    from fusion_passes.patterns import register_pattern, unregister_pattern
+
+    x = torch.randn(8)
+    try:
+        for k in (3, 5):
+            register_pattern(_scaling_family(k))
+            out, _ = compile_with_records(lambda x: torch.sin(x * 2), x, patterns=["toy_runtime_scale"])
+            torch.testing.assert_close(out, torch.sin(x * k))
+            assert fusion_passes.last_compile().passes_ran
+    finally:
+        unregister_pattern("toy_runtime_scale")
+    assert fx_cache() == (0, 0)  # bypassed, not missed: nothing stored under a key that cannot tell them apart
+
+
+def test_fx_cache_hits_only_for_the_same_patterns_and_settings(fx_cache):
+    """One process, one cache: patterns and settings each get their own graph; only the same ones hit."""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            for i in range(3):
+                self.register_buffer(f"c{i}", torch.zeros(()))
+
+        def forward(self, a, b):
+            for i in range(3):
+                getattr(self, f"c{i}").add_(1.0)
+            return (a @ b) * 2
+
+    a, b = torch.randn(32, 1), torch.randn(1, 4)
+
+    def fired_with(patterns):
+        out, recs = compile_with_records(Model(), a, b, patterns=patterns)
+        torch.testing.assert_close(out, (a @ b) * 2, rtol=0, atol=0)
+        return _fired(recs), fx_cache()
+
+    assert fired_with(["outer_product"]) == ({"outer_product"}, (0, 1))
+    assert fired_with(["state_updates"]) == ({"state_updates"}, (0, 1))
+    assert fired_with(["outer_product", "state_updates"]) == ({"outer_product", "state_updates"}, (0, 1))
+    assert fired_with(["outer_product"]) == (set(), (1, 0))  # served; the passes did not run
+    previous = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("high")  # outer_product then leaves fp32 alone
+        assert fired_with(["outer_product"]) == (set(), (0, 1))
+    finally:
+        torch.set_float32_matmul_precision(previous)
+
+
+@pytest.mark.parametrize("family", sorted(fusion_passes.patterns.BUILTIN))
+def test_fx_cache_key_hashes_every_module_the_family_uses(family):
+    """Each module of ours that a hashed file refers to is hashed too, so editing it misses the cache (linears,
+    whose FakeEval builds outer_product's and state_updates' nodes, was not hashed for them). The registry
+    (``fusion_passes.patterns``: its settings enter the key as values) and records (reporting only) need not be."""
+    import sys
+    import types
+
+    from fusion_passes.pass_manager import FusionGraphPass
+    from fusion_passes.patterns import get_family
+
+    hashed = {os.path.realpath(f) for f in FusionGraphPass("post_grad", (family,)).key_files()}
+    modules = [m for m in list(sys.modules.values()) if isinstance(m, types.ModuleType)
+               and getattr(m, "__file__", None) and os.path.realpath(m.__file__) in hashed]
+    assert get_family(family) in modules
+    for module in modules:
+        for value in vars(module).values():
+            used = value if isinstance(value, types.ModuleType) else sys.modules.get(getattr(value, "__module__", None))
+            if (used is None or used is module or not used.__name__.startswith("fusion_passes.")
+                    or used.__name__.startswith(module.__name__ + ".")  # a package's submodules, set by their import
+                    or used.__name__ in ("fusion_passes.patterns", "fusion_passes.records")):
+                continue
+            assert os.path.realpath(used.__file__) in hashed, f"{module.__name__} uses {used.__name__}, not hashed"
