@@ -13,14 +13,15 @@ Inductor fuses two pointwise nodes only when they share memory, so on GPU N such
 
 Fires only when: each buffer is a placeholder, written in the graph only by its update's ``copy_``, read by the
 add itself (not a view); the add has no alpha (or alpha 1), its other operand is a Python number (an int for an
-integer buffer), its result has the buffer's dtype and shape, and its only user is the copy; at least two
-updates share dtype, device and c. The foreach add reads every buffer just before the group's first copy, where
-no buffer of the group has been written yet.
+integer buffer), its result has the buffer's dtype (not complex) and shape, and its only user is the copy; at
+least two updates share dtype, device and c, bit for bit (0.0 and -0.0 are two steps). The foreach add reads
+every buffer just before the group's first copy, where no buffer of the group has been written yet.
 """
 
 from __future__ import annotations
 
 import operator
+import struct
 
 import torch
 import torch.fx as fx
@@ -47,10 +48,16 @@ def apply(graph: fx.Graph, ctx) -> None:
             continue
         buf, add, c = update
         t = val(buf)
-        groups.setdefault((t.dtype, t.device, type(c), c), []).append((copy, add))
-    for (_, _, _, c), members in groups.items():
+        groups.setdefault((t.dtype, t.device, type(c), _bits(c)), []).append((copy, add, c))
+    for members in groups.values():
         if len(members) >= 2:
-            _rewrite(graph, members, c, ctx)
+            _rewrite(graph, [m[:2] for m in members], members[0][2], ctx)
+
+
+def _bits(c):
+    """``c`` as a group key: equal only for the same value bit for bit (0.0 == -0.0 in Python, but x + 0.0 and
+    x + -0.0 differ for x = -0.0)."""
+    return struct.pack("<d", c) if isinstance(c, float) else c
 
 
 def _update(copy: fx.Node):
@@ -67,6 +74,8 @@ def _update(copy: fx.Node):
     t, out = val(buf), val(add)
     if t is None or out is None or out.dtype != t.dtype or tuple(out.shape) != tuple(t.shape):
         return "buffer update changes dtype or shape (type promotion or broadcasting); left alone"
+    if t.dtype.is_complex:  # Inductor cannot lower a foreach over complex tensors: the compile would fall back
+        return "complex buffer (Inductor cannot compile a complex foreach add); left alone"
     if isinstance(c, float) and not t.dtype.is_floating_point:
         return "float step on an integer buffer (promotes); left alone"
     if len(add.users) != 1:

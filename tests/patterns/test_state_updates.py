@@ -116,6 +116,33 @@ def test_does_not_fire(kind):
     assert "aten._foreach_add" not in post_grad(recs).ops_after
 
 
+def test_steps_of_zero_and_minus_zero_stay_apart():
+    """0.0 == -0.0 in Python, but -0.0 + 0.0 is 0.0 and -0.0 + -0.0 is -0.0: one foreach per sign (one group
+    gave every buffer the first step's sign)."""
+    model = Counters(4, (2,), torch.float32, steps=[-0.0, 0.0, -0.0, 0.0])
+    for c in model.counters():
+        c.fill_(-0.0)
+    recs = run_against_eager(model, 1)
+    assert [m.detail["updates"] for m in fired(recs)] == [2, 2]
+    assert [bool(c.signbit().all()) for c in model.counters()] == [True, False, True, False]  # as eager's
+
+
+class ComplexCounters(Counters):
+    def forward(self, x):
+        for c, step in zip(self.counters(), self.steps):
+            x = x + c.real.sum()
+            c += step
+        return x
+
+
+def test_complex_buffers_are_left_alone():
+    """Inductor cannot lower a foreach add over complex tensors: the rewrite made it fail on the graph (the
+    backend then compiled it again without our passes, with a warning)."""
+    recs = run_against_eager(ComplexCounters(3, (2,), torch.complex64), 2)
+    assert not fired(recs)
+    assert any("complex" in n.reason for r in recs for n in r.near_misses)
+
+
 def test_fires_in_the_default_backend():
     """Part of the default family set: compiling with ``backend="fusion_passes"`` merges the updates."""
     import fusion_passes
