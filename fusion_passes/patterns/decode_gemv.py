@@ -274,6 +274,9 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx, tables: dict) -> None:
         lins = gated[1]
         if any(lin.bias is not None for lin in lins):
             gated = None
+    if any(lin.bias is not None and graph_utils.depends_on(lin.bias, [other.mm for other in lins]) for lin in lins):
+        # the GEMV that computes the outputs would need the bias first: a cycle, on which Inductor failed
+        raise _NoMatch("decode linears not folded: a bias is computed from one of their own outputs")
     m, k = val(lins[0].x2).shape
     hidden = shape_of(norm.y)[-1]
     if any(not known_equal(val(lin.x2).shape[-1], hidden) for lin in lins):
@@ -466,6 +469,10 @@ def _rope_epilogue(lins: list[linears.Linear], m: int, ctx) -> tuple[list[linear
     first = found[0]
     if any((c.cos, c.sin, c.dim) != (first.cos, first.sin, first.dim) for c in found):
         ctx.near_miss(lins[0].mm, "rope not folded into the q/k GEMV: q and k use different cos/sin tables")
+        return None
+    if any(graph_utils.depends_on(tab, [lin.mm for lin in lins]) for tab in (first.cos, first.sin)):
+        # the kernel reads them in its epilogue: they must exist before it runs
+        ctx.near_miss(lins[0].mm, "rope not folded into the q/k GEMV: its cos/sin are computed from the projections")
         return None
     if any(lin.width % first.dim for lin in lins):
         ctx.near_miss(lins[0].mm, f"rope not folded into the q/k GEMV: an output is not a whole number of "

@@ -261,6 +261,42 @@ def test_rope_not_folded(rope_on, twist, v_width, folded):
         assert any("whole number" in nm.reason for r in recs for nm in r.near_misses)
 
 
+@pytest.mark.parametrize("computed", ["bias", "cos_sin"])
+def test_kernel_inputs_computed_from_the_projections_are_not_folded(rope_on, computed):
+    """k's bias computed from q, or the rope's cos/sin from v: the GEMV computing the projections cannot read them
+    (a cycle: Inductor failed on the graph, and the backend compiled it again without our passes, with a warning).
+    Now a near miss, and what does not need them (q/k/v without the rope) still fuses."""
+    torch.manual_seed(0)
+    norm = zoo.LlamaRMSNorm(32)
+    q, k, v = (nn.Linear(32, 16, bias=False) for _ in range(3))
+
+    def fn(x):
+        b, s, _ = x.shape
+        h = norm(x)
+        if computed == "bias":
+            qo = q(h)
+            return qo, F.linear(h, k.weight, qo.sum((0, 1)))
+        vo = v(h)
+        angle = vo.view(b, s, 2, 8).mean(2).unsqueeze(1)  # [B, 1, S, D]
+        cos, sin = angle.cos(), angle.sin()
+        heads = [p(h).view(b, s, 2, 8).transpose(1, 2) for p in (q, k)]
+        return [t * cos + zoo.rotate_half(t) * sin for t in heads] + [vo]
+
+    x = torch.randn(2, 1, 32)
+    with torch.no_grad():
+        expected = fn(x)
+        out, recs = compile_with_records(fn, x, patterns=PATTERN)
+    for a, b in zip(out, expected):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    assert not [e for r in recs for e in r.errors]
+    reasons = [nm.reason for r in recs for nm in r.near_misses]
+    if computed == "bias":
+        assert matches(recs) == [] and any("bias is computed from one of their own outputs" in r for r in reasons)
+    else:
+        assert [m.detail["epilogue"] for m in matches(recs)] == ["concatenated outputs"]
+        assert any("cos/sin are computed from the projections" in r for r in reasons)
+
+
 # ------------------------------------------------------------------------------------------ must not fire
 
 
