@@ -323,6 +323,19 @@ def test_unknown_or_removed_setting_warns_naming_the_fix(monkeypatch):
     assert patterns.check_settings({"FUSION_PASSES_GEMV_NORM": "late", "OTHER": "x"}) == []
 
 
+@pytest.mark.parametrize("name, value", [("FUSION_PASSES_DECODE_GEMV", "bogus"), ("FUSION_PASSES_RAISE", "true"),
+                                         ("FUSION_PASSES_RESIDUAL_NORM", "")])
+def test_an_invalid_setting_value_fails_when_the_backend_is_built(monkeypatch, name, value):
+    """Not at the first call: there the FX-cache key reads it and fails the compile with the cache on, while with it
+    off the family fails alone and the graph compiles without it."""
+    from fusion_passes import patterns
+
+    monkeypatch.setenv(name, value)
+    choices = patterns.settings()[name][0]
+    with pytest.raises(ValueError, match=f"{name}={value!r}; use one of {', '.join(choices)}"):
+        fusion_passes.backend()
+
+
 def test_a_registered_familys_setting_is_known_even_without_its_choices():
     from types import SimpleNamespace
 

@@ -49,7 +49,10 @@ _loaded: dict[str, ModuleType] = {}
 def env_policy(env: str, choices: tuple[str, ...]) -> str:
     """A family's policy from environment variable ``env`` (default ``choices[0]``); a clear error otherwise.
     Families return it from ``cache_key()``, so changing it misses the FX graph cache."""
-    value = os.environ.get(env, choices[0])
+    return _checked(env, os.environ.get(env, choices[0]), choices)
+
+
+def _checked(env: str, value: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ValueError(f"{env}={value!r}; use one of {', '.join(choices)}")
     return value
@@ -99,12 +102,19 @@ def unknown_settings(environ=None, known=None) -> list[str]:
 
 def check_settings(environ=None) -> list[str]:
     """Warn (once per process and name) about each ``FUSION_PASSES_*`` variable in ``environ`` (default:
-    ``os.environ``) that no setting reads, naming the valid ones or, for a removed one, what to do instead.
-    Returns the unknown names."""
+    ``os.environ``) that no setting reads, naming the valid ones or, for a removed one, what to do instead; raise
+    ``ValueError`` for a known setting's invalid value (read later, inside the compile or its cache key, it would
+    fail or fall back depending on whether Inductor's cache is on). Returns the unknown names."""
     import warnings
 
-    unknown = unknown_settings(environ)
-    known = settings() if unknown else {}
+    environ = os.environ if environ is None else environ
+    if not any(k.startswith("FUSION_PASSES_") for k in environ):
+        return []
+    known = settings()
+    for name, (choices, _module) in known.items():
+        if name in environ and choices:
+            _checked(name, environ[name], choices)
+    unknown = unknown_settings(environ, known)
     for name in unknown:
         if name in _warned_settings:
             continue
