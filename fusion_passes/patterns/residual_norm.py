@@ -445,18 +445,8 @@ def _absorb_residual(norm: _Norm, ctx) -> None:
 def _computed_from(add: fx.Node, args: list) -> str | None:
     """Why the op cannot produce ``add``'s sum: one of its other ``args`` is computed from that sum (a weight made
     from a matmul of ``h``), so the op would need its own output."""
-    stack, seen = [a for a in args if isinstance(a, fx.Node) and a.op not in ("placeholder", "get_attr")], set()
-    if not stack:
-        return None  # parameters, as in every HF norm: no walk over the graph
-    position = _position(add.graph)
-    start = position(add)
-    while stack:
-        node = stack.pop()
-        if node is add:
-            return "the norm's weight, bias or eps is computed from the sum"
-        if node not in seen and position(node) > start:
-            seen.add(node)
-            stack.extend(node.all_input_nodes)
+    if any(isinstance(a, fx.Node) and graph_utils.depends_on(a, [add]) for a in args):
+        return "the norm's weight, bias or eps is computed from the sum"
     return None
 
 
