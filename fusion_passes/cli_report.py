@@ -193,6 +193,8 @@ def _move(obj, device, dtype):
         if dtype is not None and obj.is_floating_point():
             obj = obj.to(dtype)
         return obj
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a namedtuple takes its fields, not one iterable
+        return type(obj)(*(_move(x, device, dtype) for x in obj))
     if isinstance(obj, (list, tuple)):
         return type(obj)(_move(x, device, dtype) for x in obj)
     if isinstance(obj, dict):

@@ -75,7 +75,8 @@ class GraphRecord:
     matches: list[Match] = field(default_factory=list)
     near_misses: list[NearMiss] = field(default_factory=list)
     errors: list[PassError] = field(default_factory=list)
-    kernels: int | None = None  # kernels Inductor generated for this graph (None: served from cache)
+    kernels: int | None = None  # kernels Inductor generated for this graph (None: our passes did not run: served from
+    # Inductor's FX cache, or nothing was left for Inductor to compile; report() compiles uncached and says 0)
     compile_s: float = 0.0
     pass_s: dict[str, float] = field(default_factory=dict)  # seconds each family took (both hooks), within compile_s
     sizes_moved: int = 0  # size queries graph_utils.read_sizes_early pointed at an earlier value (a rewrite too)

@@ -160,3 +160,34 @@ def test_build_inputs_shapes():
                      ((m, (x,), [1]), "kwargs a dict")]:
         with pytest.raises(ReportError, match=why):
             build_inputs(bad, "f")
+
+
+NAMEDTUPLE_SRC = textwrap.dedent('''
+    """A CLI target whose example input is a namedtuple (a batch object), moved to --dtype."""
+    import collections
+
+    import torch
+    from torch import nn
+
+    Batch = collections.namedtuple("Batch", "x scale")
+
+
+    class ReadsBatch(nn.Module):
+        def forward(self, batch):
+            assert batch.x.dtype == torch.bfloat16, batch.x.dtype  # --dtype reached the namedtuple's tensors
+            return batch.x * batch.scale
+
+
+    def make():
+        return ReadsBatch(), (Batch(torch.randn(4), 2.0),)
+''')
+
+
+def test_namedtuple_inputs_are_moved_not_rebuilt_wrongly(tmp_path, capsys):
+    """``_move`` rebuilt every tuple as ``type(obj)(generator)``: a namedtuple input (any factory, even without
+    --device/--dtype) raised TypeError from ``Batch.__new__`` with a traceback instead of a report."""
+    path = tmp_path / "nt_target.py"
+    path.write_text(NAMEDTUPLE_SRC)
+    rc = main(["report", f"{path}:make", "--patterns", "--dtype", "bf16", "--json"])
+    out = capsys.readouterr().out
+    assert rc == 0 and json.loads(out)["summary"]["graphs"] == 1

@@ -519,3 +519,182 @@ def test_build_breaks_merges_log_and_graph_events():
     assert [x.pattern for x in b.blocked] == ["attention_sdpa"]
     (only_graph,) = brk.build_breaks([_ev(1, location="/m.py:9", reason="Data-dependent branching"), g2])
     assert only_graph.reason == "Data-dependent branching" and only_graph.between == [(1, 2)]
+
+
+# ----------------------------------------------------------------------------------------------- audit: break places
+
+
+class _InitLayer(nn.Module):
+    """x [4] -> [4]; ``trunc_normal_`` breaks on an ``.item()`` inside torch/nn/init.py, reached from one line."""
+
+    def forward(self, x):
+        x = x * 2
+        y = torch.nn.init.trunc_normal_(x.clone())  # MARK:torch-internal
+        return (x + y) * 3
+
+
+class _TwoInitLayers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = _InitLayer(), _InitLayer()
+
+    def forward(self, x):
+        return self.b(self.a(x.cos())).sin()
+
+
+def test_break_inside_torch_code_is_one_break_at_the_user_line(toys):
+    """Dynamo's log header names the frame inside torch (init.py), the graph its user line: they never met, so
+    each occurrence was counted twice, in two rows (5 for Dynamo's 3), and graph 1, which ended at the break,
+    was also shown as a break with nothing compiled before it. Dynamo's repeats of the record (header only)
+    still named init.py after the location fix; the report now keeps their tracebacks too."""
+    from torch._dynamo.utils import counters
+
+    counters["graph_break"].clear()  # torch._dynamo.reset() leaves the counters alone
+    with torch.no_grad():
+        rep = fusion_passes.report(_TwoInitLayers(), torch.randn(4), patterns=["toy_mul2_to_add"])
+        dynamo_count = sum(counters["graph_break"].values())
+    (b,) = rep.breaks
+    assert b.location == _line("torch-internal") and b.user_stack[-1].startswith(_line("torch-internal"))
+    assert b.count == rep.break_count == dynamo_count == 3
+    # a's graph 1 (cos) and its own frame's graph 2 (mul) end at it; b's hit leaves no graph (its frames cached)
+    assert b.between == [(1, 2), (2, 3), (None, 4)]
+    from torch._dynamo.utils import graph_break_dup_warning_checker as checker
+
+    assert "add" not in vars(checker)  # the duplicate suppression is Dynamo's again
+
+
+_EXEC_SRC = '''
+import torch
+from torch import nn
+
+
+class ExecModel(nn.Module):
+    def forward(self, x):
+        x = x * 2
+        print("exec'd")
+        return x + 1
+'''
+
+
+def test_break_in_exec_d_source_is_placed_once(toys):
+    """A model defined by ``exec`` of a string (a notebook, a code generator) has frames in ``<model-src>``: the
+    graph side dropped them as not the user's, so one print was two rows, one of them at '?' (no location)."""
+    ns = {}
+    exec(compile(_EXEC_SRC, "<model-src>", "exec"), ns)
+    with torch.no_grad():
+        rep = fusion_passes.report(ns["ExecModel"](), torch.randn(4), patterns=["toy_mul2_to_add"])
+    (b,) = rep.breaks
+    assert (b.location, b.count, b.between) == ("<model-src>:9", 1, [(1, 2)])
+    assert b.user_stack == ["<model-src>:9 in forward"] and "<model-src>:9" in rep.text()
+    assert not brk._is_user_file("<frozen runpy>") and not brk._is_user_file("<eval_with_key>.3")
+
+
+class _SplitQKV(nn.Module):
+    """x [B, S, 8] -> [B, S, 8]: q, a print, then k and v (the break splits three projections of x)."""
+
+    def __init__(self):
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x):
+        q = self.q(x) * 2
+        print("split")
+        return q + self.k(x) + self.v(x)
+
+
+def test_dynamic_report_is_not_specialised_by_the_break_analysis(toys):
+    """Reading the linears' input shapes with int() put a guard on each symbolic size: the dynamic=True report
+    showed graphs with this call's sizes baked in ([6, 8]), not the dynamic graphs the user's compile gets."""
+    with torch.no_grad():
+        rep = fusion_passes.report.collect(_SplitQKV(), (torch.randn(2, 3, 8),), patterns=["toy_mul2_to_add"],
+                                           dynamic=True)
+    code = rep.graph(1).stages[0].code_before
+    assert "[6, 8]" not in code and "[2, 3, 8]" not in code, code
+    (b,) = rep.breaks
+    assert [x.pattern for x in b.blocked] == ["qkv_packing"]  # the shapes still compare, by their hints
+
+
+def test_restarted_compile_keeps_graph_ids(toys, monkeypatch):
+    """Dynamo re-traces a frame when AOTAutograd raises its float restart from inside our backend: the report's
+    counter had already moved on, so a one-graph report called its graph 'graph 2'."""
+    from fusion_passes.backend import FusionBackend
+
+    orig, calls = FusionBackend.__call__, []
+
+    def restart_once(self, gm, example_inputs, *args, **kwargs):
+        calls.append(gm)
+        if len(calls) == 1:
+            raise torch._dynamo.exc.TensorifyScalarRestartAnalysis()
+        return orig(self, gm, example_inputs, *args, **kwargs)
+
+    monkeypatch.setattr(FusionBackend, "__call__", restart_once)
+    with torch.no_grad():
+        rep = fusion_passes.report(lambda x: x * 2, torch.randn(4), patterns=["toy_mul2_to_add"])
+    assert len(calls) == 2 and [g.graph_id for g in rep.graphs] == [1]
+    assert [m.graph_id for m in rep.matches] == [1]
+
+
+def test_blocked_residual_norm_needs_a_norm_after_the_break():
+    """A bare mean (mean pooling) after an add was named 'residual_norm blocked': nothing there normalises, so no
+    add + norm could have been fused. The norm's rsqrt, or LayerNorm's / RMSNorm's op, must follow."""
+    assert brk.blocked_fusions(_ev(1, tail=["add"]), _ev(2, head=["mean"])) == []
+    assert brk.blocked_fusions(_ev(1, tail=["add"]), _ev(2, head=["pow", "sum"])) == []
+    assert [b.pattern for b in brk.blocked_fusions(_ev(1, tail=["add"]), _ev(2, head=["layer_norm"]))] == [
+        "residual_norm"]
+    (split,) = brk.blocked_fusions(_ev(1, tail=["pow", "mean"]), _ev(2, head=["add", "rsqrt", "mul"]))
+    assert split.pattern == "residual_norm" and "split" in split.why
+    assert brk.blocked_fusions(_ev(1, tail=["pow", "mean"]), _ev(2, head=["mul", "mean"])) == []
+
+
+def test_where_it_fired_keeps_a_path_with_in_in_it(rep):
+    """The per-family 'where it fired' cut each source at its first ' in ': a folder named 'work in progress'
+    was shown as 'work'."""
+    src = "/data/work in progress/model.py:12 in forward: y = x * 2"
+    g = dataclasses.replace(rep.graphs[0], matches=[dataclasses.replace(rep.matches[0], source=src)])
+    text = dataclasses.replace(rep, graphs=[g], breaks=[]).text()
+    section = text[text.index("Per family"):text.index("Matches")]
+    assert "/data/work in progress/model.py:12" in section and "forward" not in section
+
+
+def test_stage_left_without_counted_ops_reports_the_removal():
+    """A stage whose graph our passes left with no counted op (ops_after == {}) was shown with its ops before as
+    its ops after: 'no op count changed' next to a diff that removed the op."""
+    from fusion_passes import records
+
+    rec = records.GraphRecord(graph_id=7, patterns=("toy",))
+    rec.stages.append(records.StageRecord("post_grad", "def forward(x):\n    mul = x * 1\n    return (mul,)",
+                                          "def forward(x):\n    return (x,)", {"aten.mul": 1}, {}))
+    rep = fp_report.from_records([rec])
+    assert rep.graph(1).stages[0].ops_delta == {"aten.mul": (1, 0)}
+    assert "(no op count changed)" not in rep.text()
+
+
+def test_multi_line_explanation_and_hint_are_kept_whole():
+    """Only the first line of an explanation or hint was kept (a two-line ``graph_break(msg=...)`` lost its second
+    line), and a U+2028 inside a message cut it there too (``str.splitlines`` ends lines at it)."""
+    text = ("Call to `torch._dynamo.graph_break()`\n"
+            "  Explanation: User-inserted graph break. Message: first line\n"
+            "    second line \u2028 same line\n"
+            "  Hint: Remove the call,\n"
+            "    or move it out of the compiled region.\n"
+            "  Hint: Please report an issue to PyTorch.\n\n"
+            "  Developer debug context: Called with args `[]`\n")
+    title, explanation, hints, _ = brk.parse_reason(text)
+    assert title == "Call to `torch._dynamo.graph_break()`"
+    assert explanation == "User-inserted graph break. Message: first line second line \u2028 same line"
+    assert hints == ["Remove the call, or move it out of the compiled region."]
+
+
+def _builds_a_module_then_breaks(x):
+    torch.nn.Identity()  # Dynamo's graph holds only its _log_api_usage_once call: no ATen op for Inductor
+    torch._dynamo.graph_break()
+    return x * 2
+
+
+def test_graph_with_nothing_to_compile_is_not_called_cached(toys):
+    """A graph with no op after AOTAutograd is returned by Inductor before any pass runs, so its record has no
+    kernel count, which the report printed as 'cached', though report() compiles with every cache off."""
+    with torch.no_grad():
+        rep = fusion_passes.report(_builds_a_module_then_breaks, torch.randn(4), patterns=["toy_mul2_to_add"])
+    assert [g.passes_ran for g in rep.graphs] == [False, True]
+    assert rep.graph(1).kernels == 0 and "cached" not in rep.text() and ">cached<" not in rep.to_html()

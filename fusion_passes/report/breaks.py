@@ -10,10 +10,16 @@ Two sources, merged on a single timeline in the order things happened:
    reads): tells which graph ended at a break, and where. This source alone still works if a torch release
    renames the log records.
 
-A log record and the next graph that ends at the same ``file:line`` are the same occurrence. Occurrences are
-deduplicated by (reason, innermost user ``file:line``); ``count`` is the number of times Dynamo hit the break
-while tracing (what ``torch._dynamo.utils.counters["graph_break"]`` counts) and ``between`` the graphs it
-separates, **by compile order**: the graph that ended at the break and the next graph compiled.
+A log record and the next graph that ends at the same ``file:line`` are the same occurrence. Both sides name a
+break by its innermost *user* frame: a break inside torch's own Python code (``nn.init.trunc_normal_``'s
+``.item()``) is placed at the user line that called into torch. Occurrences are deduplicated by (reason,
+innermost user ``file:line``); ``count`` is the number of times Dynamo hit the break
+while tracing (what ``torch._dynamo.utils.counters["graph_break"]`` counts, plus the hits that made Dynamo skip
+the frame, e.g. a break in a loop, which that counter leaves out) and ``between`` the graphs it separates, **by
+compile order**: the graph that ended at the break and the next graph compiled. That is the graph that ran next
+unless the code after the break was already compiled (a second layer reusing the first one's graphs, or a
+frame recompiled for new shapes whose resume is not): then "after" is a later graph, and the blocked-fusion
+heuristic below compares graphs that did not run back to back.
 
 Which fusion a break blocked is a heuristic on the Dynamo-level ops at the end of the graph before the break
 and the start of the graph after it (e.g. ``matmul`` then ``softmax``: QK^T and softmax were split, so
@@ -40,6 +46,9 @@ __all__ = ["BreakEvent", "GraphEvent", "capture_break_logs", "parse_log_message"
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _REPORT_DIR = os.path.dirname(__file__) + os.sep
+# Code with no file that is not the user's: Python's frozen stdlib (``<frozen runpy>``) and FX's generated
+# forward (``<eval_with_key>.3``). Other ``<...>`` names are the user's code: ``exec`` of a string, a notebook cell.
+_NOT_USER = ("<frozen ", "<eval_with_key>")
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 _AT = re.compile(r"in user code at (?P<file>.+?):(?P<line>\d+)\s*$", re.M)
 _URL = re.compile(r"please visit: (\S+)")
@@ -84,7 +93,7 @@ class GraphEvent:
 
 
 def _is_user_file(path: str) -> bool:
-    return not (path.startswith(_TORCH_DIR) or path.startswith(_REPORT_DIR) or path.startswith("<"))
+    return not (path.startswith(_TORCH_DIR) or path.startswith(_REPORT_DIR) or path.startswith(_NOT_USER))
 
 
 def _frame_str(file: str, line, fn: str, code: str = "") -> str:
@@ -93,11 +102,12 @@ def _frame_str(file: str, line, fn: str, code: str = "") -> str:
     return f"{where}: {code}" if code else where
 
 
-def _parse_traceback(text: str, skip: frozenset = frozenset()) -> list[str]:
-    """User frames of a formatted traceback, innermost last; frames inside torch (and this package) dropped,
-    and the ``skip`` frames ((file, line) of the code that called the compiled function)."""
+def _parse_traceback(text: str, skip: frozenset = frozenset()) -> tuple[list[str], str]:
+    """(user frames, ``file:line`` of the innermost one or '') of a formatted traceback, innermost last; frames
+    inside torch (and this package) dropped, and the ``skip`` frames ((file, line) of the code that called the
+    compiled function)."""
     lines = text.splitlines()
-    frames = []
+    frames, where = [], ""
     for i, line in enumerate(lines):
         m = _FRAME.search(line)
         if not m or not _is_user_file(m["file"]) or (m["file"], int(m["line"])) in skip:
@@ -106,7 +116,8 @@ def _parse_traceback(text: str, skip: frozenset = frozenset()) -> list[str]:
         if code.strip() and set(code.strip()) <= set("^~ "):
             code = ""
         frames.append(_frame_str(m["file"], m["line"], m["fn"], code))
-    return frames[-_STACK_FRAMES:]
+        where = f"{m['file']}:{m['line']}"  # not split out of the frame string: a path may hold " in "
+    return frames[-_STACK_FRAMES:], where
 
 
 def parse_reason(text: str) -> tuple[str, str, list[str], str]:
@@ -115,11 +126,22 @@ def parse_reason(text: str) -> tuple[str, str, list[str], str]:
     while len(paras) > 1 and _PREAMBLE.match(paras[0].strip()):
         paras = paras[1:]
     core = "\n\n".join(paras).split(_NESTED)[0]
-    lines = [ln.strip() for ln in core.splitlines() if ln.strip()]
-    title = lines[0] if lines else text.strip().splitlines()[0] if text.strip() else "unknown"
-    explanation = next((ln[len("Explanation:"):].strip() for ln in lines if ln.startswith("Explanation:")), "")
-    hints = [ln[len("Hint:"):].strip() for ln in lines if ln.startswith("Hint:")]
-    hints = [h for h in hints if "report an issue to PyTorch" not in h]
+    # (key, text) per line; Dynamo indents a multi-line explanation's or hint's further lines by 4 spaces (a
+    # graph_break(msg=...) over two lines): they belong to that field. split("\n"), not splitlines(): U+2028
+    # and the like inside a user's message are not line ends.
+    fields: list[list[str]] = []
+    for raw in core.split("\n"):
+        ln = raw.strip()
+        if not ln:
+            continue
+        if raw.startswith("    ") and fields:
+            fields[-1][1] += " " + ln
+            continue
+        key = next((k for k in ("Explanation:", "Hint:") if ln.startswith(k)), "")
+        fields.append([key, ln[len(key):].strip()])
+    title = fields[0][1] if fields else text.strip().split("\n")[0] if text.strip() else "unknown"
+    explanation = next((t for k, t in fields if k == "Explanation:"), "")
+    hints = [t for k, t in fields if k == "Hint:" and "report an issue to PyTorch" not in t]
     url = _URL.search(text)
     return _friendly_title(title), explanation, hints, url.group(1) if url else ""
 
@@ -148,14 +170,14 @@ def parse_log_message(msg: str, skip: frozenset = frozenset()) -> BreakEvent | N
     title, explanation, hints, url = parse_reason(reason_text)
 
     tb_part = msg.split("User code traceback:", 1)[1] if "User code traceback:" in msg else msg
-    stack = _parse_traceback(tb_part, skip)
+    stack, innermost = _parse_traceback(tb_part, skip)
     at = _AT.search("\n".join(msg.splitlines()[:2]))
-    if at:
+    # the header names Dynamo's innermost frame, which may be inside torch; the graph side (graph_event_info)
+    # names the innermost user frame, and the two must agree for a log record to meet its graph
+    if at and (_is_user_file(at["file"]) or not innermost):
         location = f"{at['file']}:{at['line']}"
-    elif stack:
-        location = stack[-1].split(" in ", 1)[0]
     else:
-        location = ""
+        location = innermost
     skipped = any(s in msg for s in ("Skipping the function", "Skipping the frame", "results in a skip"))
     return BreakEvent(title, location, explanation, hints, stack, skipped, url)
 
@@ -193,7 +215,8 @@ def capture_break_logs(sink: Callable[[BreakEvent], None], skip=frozenset()) -> 
 
     ``skip``: (file, line) frames to leave out of user stacks, e.g. those of the code calling the compile.
     Loggers the user did not enable are switched on at DEBUG with propagation off, so nothing extra is
-    printed; loggers the user enabled (``TORCH_LOGS=graph_breaks``) keep printing as before.
+    printed; loggers the user enabled (``TORCH_LOGS=graph_breaks``) keep printing as before, with a full
+    record for every break (see ``_full_duplicate_records``).
     """
     handler = _Handler(sink, frozenset(skip))
     saved = []
@@ -204,12 +227,31 @@ def capture_break_logs(sink: Callable[[BreakEvent], None], skip=frozenset()) -> 
             lg.propagate = False
         lg.addHandler(handler)
     try:
-        yield
+        with _full_duplicate_records():
+            yield
     finally:
         for lg, level, propagate in saved:
             lg.removeHandler(handler)
             lg.setLevel(level)
             lg.propagate = propagate
+
+
+@contextlib.contextmanager
+def _full_duplicate_records() -> Iterator[None]:
+    """Dynamo logs a break it already logged in this compile (same kind, same innermost frame) as one header
+    line, without the user traceback. Where that frame is inside torch (``nn.init.trunc_normal_``'s ``.item()``,
+    reached from every layer), the header alone cannot say which user line the break belongs to, so inside the
+    block every record keeps its traceback. Without the checker (another torch), the headers are used as they
+    are."""
+    checker = getattr(importlib.import_module("torch._dynamo.utils"), "graph_break_dup_warning_checker", None)
+    if checker is None or not callable(getattr(checker, "add", None)) or "add" in vars(checker):
+        yield
+        return
+    checker.add = lambda key: True  # an instance attribute: shadows the method, deleted below
+    try:
+        yield
+    finally:
+        del checker.add
 
 
 # ------------------------------------------------------------------------------------------------ graph side
@@ -232,11 +274,22 @@ def _node_op(node: fx.Node) -> str:
 
 
 def _shape(node) -> tuple:
+    """The sizes of ``node``'s tensor, a symbolic size as the hint it was traced with; () if unknown.
+
+    Never ``int(size)``: on a SymInt that installs a guard, so under ``dynamic=True`` the report's own look
+    specialised the graph it reports (code with this call's sizes baked in, a recompile for every new shape).
+    """
     val = node.meta.get("example_value", node.meta.get("val")) if isinstance(node, fx.Node) else None
-    try:
-        return tuple(int(s) for s in val.shape) if isinstance(val, torch.Tensor) else ()
-    except Exception:  # symbolic size without a hint
+    if not isinstance(val, torch.Tensor):
         return ()
+    sizes = []
+    for s in val.shape:
+        if isinstance(s, torch.SymInt):
+            s = getattr(s.node, "hint", None)  # the traced value, read without a guard
+        if not isinstance(s, int):  # an unbacked size, or a SymNode without a hint
+            return ()
+        sizes.append(s)
+    return tuple(sizes)
 
 
 def graph_event_info(gm: fx.GraphModule) -> dict:
@@ -264,7 +317,10 @@ def graph_event_info(gm: fx.GraphModule) -> dict:
 
 _MATMUL = {"matmul", "bmm", "baddbmm", "einsum", "mm"}
 _SOFTMAX = {"softmax", "_softmax", "safe_softmax"}
-_NORM = {"layer_norm", "rms_norm", "rsqrt", "pow", "mean", "var", "var_mean"}
+# what residual_norm fuses ends in a normalisation: LayerNorm's op, or RMSNorm's rsqrt (a bare mean or pow after
+# an add, e.g. mean pooling, is not a norm it could have taken)
+_NORM = {"layer_norm", "rms_norm", "rsqrt"}
+_NORM_STATS = {"pow", "mean", "var", "var_mean"}  # the first half of a norm written out
 _ADD = {"add", "iadd", "add_"}
 
 
@@ -285,7 +341,7 @@ def blocked_fusions(before: GraphEvent, after: GraphEvent) -> list[BlockedFusion
     if _has(t, _ADD) and _has(h, _NORM):
         out.append(BlockedFusion("residual_norm", f"the residual add ends graph {before.graph_id} and the norm starts "
                                                   f"graph {after.graph_id}, so add + norm cannot fuse"))
-    elif _has(t, {"pow", "mean", "var"}) and _has(h, {"rsqrt", "mul"}) and _has(h, _NORM):
+    elif _has(t, _NORM_STATS) and _has(h, {"rsqrt"}):
         out.append(BlockedFusion("residual_norm", f"the norm is split between graph {before.graph_id} and graph "
                                                   f"{after.graph_id}"))
     shared = set(before.tail_linear_inputs) & set(after.head_linear_inputs) - {()}

@@ -113,7 +113,13 @@ class _ReportingBackend(FusionBackend):
                  f"+ Inductor")
         # the new record, off the report's own capture list (a capture() of the caller's may hold others too)
         n_before = len(self.records)
-        compiled = super().__call__(gm, example_inputs)
+        try:
+            compiled = super().__call__(gm, example_inputs)
+        except BaseException:
+            # e.g. AOTAutograd's restart for a float it could not make a tensor: Dynamo traces the frame again
+            # and hands us the graph anew, which keeps this id (no gap in the report's numbering)
+            self.n_graphs = gid - 1
+            raise
         rec = self.records[n_before] if len(self.records) > n_before else None
         self.timeline.append((GraphEvent(graph_id=gid, **{k: v for k, v in info.items()}), rec, cid))
         if rec is not None:
@@ -171,7 +177,12 @@ def _build(timeline: list, patterns, target: str, elapsed: float, output) -> Fus
         event, rec, cid = item
         events.append(event)
         if rec is not None:
-            graphs.append(_graph_report(rec, event.graph_id, event, cid))
+            g = _graph_report(rec, event.graph_id, event, cid)
+            if g.kernels is None:
+                # the record's "served from cache"; but report() compiles with the caches off, so Inductor had
+                # nothing to compile (no op left after AOTAutograd: it returns before any pass) and made no kernel
+                g.kernels = 0
+            graphs.append(g)
     return FusionReport(target=target, torch_version=torch.__version__, fusion_passes_version=_version(),
                         patterns=list(patterns), graphs=graphs, breaks=build_breaks(events), compile_s=elapsed,
                         output=output)
@@ -180,8 +191,10 @@ def _build(timeline: list, patterns, target: str, elapsed: float, output) -> Fus
 def _graph_report(rec: records.GraphRecord, gid: int, event: GraphEvent | None, cid: str = "") -> GraphReport:
     """The record, renumbered to the report's 1-based graph id (records use a process-wide counter)."""
     renum = lambda items: [dataclasses.replace(x, graph_id=gid) for x in items]  # noqa: E731
+    # no code_after: the passes raised before the stage ended (FUSION_PASSES_RAISE=1), so show it unchanged; an
+    # empty ops_after with code is a graph our passes left without a counted op, not "unchanged"
     stages = [StageReport(s.hook, s.code_before, s.code_after or s.code_before, dict(s.ops_before),
-                          dict(s.ops_after or s.ops_before)) for s in rec.stages]
+                          dict(s.ops_after if s.code_after else s.ops_before)) for s in rec.stages]
     g = GraphReport(graph_id=gid, compile_id=cid, num_nodes=rec.num_nodes, kernels=rec.kernels,
                     compile_s=rec.compile_s, pass_s=dict(rec.pass_s), cudagraphs=rec.cudagraphs, passes_ran=rec.passes_ran, stages=stages,
                     matches=renum(rec.matches), near_misses=renum(rec.near_misses), errors=renum(rec.errors))

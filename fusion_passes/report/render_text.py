@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Sequence
 
 from tabulate import tabulate
@@ -111,7 +112,8 @@ def families_table(rep: FusionReport) -> str:
 
 def _sources_summary(sources: list[str], shown: int = 3) -> str:
     """The first ``shown`` distinct source lines (path:line only), then how many more."""
-    lines = [short_source(s).split(" in ", 1)[0] for s in sources[:shown]]
+    # up to the line number, not the first " in ": a folder may be named "work in progress"
+    lines = [re.sub(r"(:\d+) in .*", r"\1", short_source(s, 10**6), count=1, flags=re.S) for s in sources[:shown]]
     more = f" (+{len(sources) - shown} more)" if len(sources) > shown else ""
     return (", ".join(lines) + more) or "-"
 
