@@ -103,9 +103,7 @@ class FusionBackend:
             return configured(gm, example_inputs)
         from torch._inductor.compile_fx import compile_fx
 
-        grad_enabled = torch.is_grad_enabled() and any(
-            isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs
-        )
+        grad_enabled = records_gradients(gm, example_inputs)
         rec = records.new_record(self.patterns)
         rec.num_nodes = len(gm.graph.nodes)
         static = self.cudagraphs == "static"
@@ -224,6 +222,18 @@ def _options(options) -> dict:
         raise TypeError(f"options={options!r}: give a dict of Inductor option names to values, e.g. "
                         "options={'max_autotune': True} (torch._inductor.list_options() lists them)")
     return dict(options)
+
+
+def records_gradients(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> bool:
+    """Whether the graph records gradients (AOTAutograd builds a training graph for it): an input requires grad, and
+    autograd is on, or the graph turns it on itself (``with torch.enable_grad():`` traced inside a call made under
+    ``torch.no_grad()``: Dynamo writes it as ``_set_grad_enabled(True)``, and those outputs require grad)."""
+    if not any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs):
+        return False
+    return torch.is_grad_enabled() or any(
+        n.op == "call_function" and n.target is torch._C._set_grad_enabled and bool(n.args and n.args[0])
+        for n in gm.graph.nodes
+    )
 
 
 def _on_cuda(example_inputs) -> bool:

@@ -48,7 +48,7 @@ class PassContext:
     pattern: str
     hook: str
     record: records.GraphRecord | None
-    grad_enabled: bool  # autograd was on and some input requires grad: rewrites must keep gradients exact
+    grad_enabled: bool  # the graph records gradients (backend.records_gradients): rewrites must keep them exact
 
     @property
     def graph_id(self) -> int:

@@ -155,6 +155,10 @@ class StaticCudaGraphs:
         moved = [i for i in self.mutated if i in copied]
         if moved:
             self._skip(f"the graph mutates input {moved[0]}, which has no static address")
+        elif any(isinstance(o, torch.Tensor) and o.requires_grad for o in pytree.tree_leaves(out)):
+            # autograd recorded the call (a step run with gradients on); a replay would hand back outputs tied to
+            # the capture's autograd graph, not this call's
+            self._skip("an output requires grad (autograd is on): a replay would not record this call's gradients")
         return out
 
     def _record(self, args) -> _Recording | None:

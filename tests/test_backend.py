@@ -422,3 +422,30 @@ def test_family_that_fails_to_import_is_disabled_not_fatal(monkeypatch):
     out = torch.compile(f, backend=be)(x)
     torch.testing.assert_close(out, f(x))
     assert "failed to load: ImportError" in fusion_passes.last_compile().errors[0].error
+
+
+def test_enable_grad_inside_a_no_grad_call_counts_as_recording_gradients():
+    """Called under torch.no_grad(), a model that turns autograd back on for part of its forward (``with
+    torch.enable_grad():``, e.g. forces as the gradient of an energy) records gradients there: AOTAutograd builds a
+    training graph, and the output requires grad. The families must see autograd as on (the near miss names it;
+    nothing whose kernel has no backward is inserted), and static CUDA graphs must not take the graph: a replay
+    returns outputs cut off from their autograd history (measured on the H200: from the second call, outputs that
+    did not require grad, so the gradients were lost)."""
+    torch.manual_seed(0)
+    projs = torch.nn.ModuleList(torch.nn.Linear(16, 16) for _ in range(3))  # three linears on one input
+
+    def energy(x):
+        with torch.enable_grad():
+            return sum(torch.tanh(p(x)) for p in projs).square().sum()
+
+    x = torch.randn(4, 16, requires_grad=True)
+    out, recs = compile_with_records(energy, x, patterns=["qkv_packing"], cudagraphs="static")
+    assert out.requires_grad
+    (rec,) = [r for r in recs if r.passes_ran]
+    assert "records gradients" in rec.cudagraphs, rec.cudagraphs
+    assert [m.pattern for m in rec.matches] == []
+    assert any("autograd is on" in n.reason for n in rec.near_misses), [n.reason for n in rec.near_misses]
+    got = torch.autograd.grad(out, [x, *projs.parameters()])
+    ref = torch.autograd.grad(energy(x), [x, *projs.parameters()])
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a, b)

@@ -372,6 +372,37 @@ def test_graph_step_leaves_cpu_tensors_uncaptured(fake_cuda_graphs, monkeypatch)
     torch.testing.assert_close(graphed(torch.ones(2)), torch.full((2,), 2.0))
 
 
+def test_graph_step_runs_uncaptured_when_autograd_records_the_step(fake_cuda_step):
+    """A step called with autograd on (a training step, or a decode loop without torch.no_grad()) returns outputs
+    that require grad. A replay returns them cut off from that call's autograd history (on the H200 the backward
+    of the first replayed call failed: 'modified by an inplace operation', then 'backward through the graph a
+    second time'), so the step runs uncaptured, and every call's gradients are eager's."""
+    torch.manual_seed(0)
+    w = torch.nn.Parameter(torch.randn(8, 8))
+    calls = []
+    record = calls.append  # (a function: not Python state the check follows; ``calls`` itself would be)
+
+    def step(x):
+        record("run" if _FakeGraph.capturing is None else "capture")
+        out = torch.tanh(x @ w)
+        if _FakeGraph.capturing is not None:
+            def replay():
+                with torch.no_grad():
+                    torch.tanh(x @ w, out=out)
+            _FakeGraph.capturing.replays.append(replay)
+        return out
+
+    graphed = fusion_passes.cuda_graph_step(step)
+    with pytest.warns(UserWarning, match="requires grad"):
+        for _ in range(4):
+            x = torch.randn(2, 8, requires_grad=True)
+            got = torch.autograd.grad(graphed(x).square().sum(), (x, w))
+            ref = torch.autograd.grad(torch.tanh(x @ w).square().sum(), (x, w))
+            for a, b in zip(got, ref):
+                torch.testing.assert_close(a, b)
+    assert "capture" not in calls and "requires grad" in graphed.skip_reason
+
+
 # --- through the backend ---
 
 def test_backend_rejects_an_unknown_cudagraphs_value():

@@ -622,6 +622,10 @@ def _walk_weights(node: fx.Node, attn: _Attention, grad_enabled: bool) -> fx.Nod
         after = sole_user(user)
         if is_op(user, *_FLATTEN) and after is not None and is_op(after, aten.bmm):
             ok = same_shape(shape_of(user)[-2:], shape_of(node)[-2:])
+        elif is_op(user, *_FLATTEN) and any(is_op(u, aten.bmm) and u.args[0] is user for u in user.users):
+            # matmul's view of the weights feeds attn @ V and something else (autograd's dV = P^T dO, or a
+            # returned tensor): the view is fine, its other user is what SDPA cannot keep
+            raise _users_miss(user, "weights (softmax output)", grad_enabled)
         if not ok:
             if not _ops_ahead(node, (aten.bmm,)):
                 raise _Miss(node, "softmax output does not feed a bmm", report=False)

@@ -71,8 +71,10 @@ def apply(graph: fx.Graph, ctx) -> None:
             ctx.near_miss(group[0].mm, reason)
             continue
         if ctx.grad_enabled:
-            ctx.near_miss(group[0].mm, "autograd is on with weights that require grad: packed_linear has no "
-                          "backward, so these linears are left unpacked (run under torch.no_grad() to pack)")
+            # (the graph records gradients: some input or parameter requires grad, not necessarily these weights)
+            ctx.near_miss(group[0].mm, "autograd is on (an input or parameter of this graph requires grad): "
+                          "packed_linear has no backward, so these linears are left unpacked (run under "
+                          "torch.no_grad() to pack)")
             continue
         group.sort(key=lambda lin: order[lin.mm])
         _rewrite(graph, group, ctx)

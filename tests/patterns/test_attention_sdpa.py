@@ -795,6 +795,35 @@ def test_not_fired_when_autograd_needs_the_weights():
         torch.testing.assert_close(g, r)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_not_fired_when_autograd_reads_the_weights_through_matmuls_view(dtype):
+    """Only V requires grad (q and k from frozen layers): the backward reads the weights through the view matmul
+    adds before attn @ V (dV = P^T dO), not the softmax output itself. The near miss names autograd, not the view as
+    an op SDPA cannot express; and V's gradient is eager's."""
+    q, k, v = qkv(heads_kv=H, dtype=dtype)
+    v.requires_grad_()
+    mask = padding_mask(dtype=dtype)
+    tol = TOL[dtype][0] or None
+    out, recs = check_not_fired(llama_attention, q, k, v, mask, grad=True, reason="autograd is on", tol=tol)
+    assert not any("cannot be expressed by SDPA" in r for r in near_misses(recs)), near_misses(recs)
+    (grad,) = torch.autograd.grad(out.float().square().sum(), v)
+    (ref,) = torch.autograd.grad(llama_attention(q, k, v, mask).float().square().sum(), v)
+    torch.testing.assert_close(grad, ref, atol=tol, rtol=tol)
+
+
+def test_weights_viewed_for_attn_at_v_and_returned_name_the_other_user():
+    """Autograd off, the weights' [B*H, Sq, Sk] view (matmul's, before attn @ V) also returned: the near miss says
+    the weights have another user, not that the view is an op SDPA cannot express."""
+
+    def attention(q, k, v):
+        w = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * 0.25, dim=-1).reshape(B * H, S, S)
+        return torch.bmm(w, v.reshape(B * H, S, D)), w
+
+    with torch.no_grad():
+        (out, w), recs = check_not_fired(attention, *qkv(heads_kv=H), reason="have another user")
+    assert not any("cannot be expressed by SDPA" in r for r in near_misses(recs)), near_misses(recs)
+
+
 def test_non_attention_bmm_is_silent():
     def not_attention(x, y):  # bmm -> relu -> softmax, but no second bmm: no match, no near miss
         return torch.softmax(torch.bmm(x, y).relu(), dim=-1)

@@ -445,6 +445,33 @@ def test_no_fire_with_autograd_and_grads_stay_exact():
     assert kernel.STATS["repacked"] == 0
 
 
+@pytest.mark.parametrize("frozen", [(0,), (0, 1, 2)], ids=["q-frozen", "all-frozen"])
+def test_no_fire_with_frozen_weights_and_grads_stay_exact(frozen):
+    """Training with some (or all) of the projections frozen and the input requiring grad (it comes from a layer
+    that trains): nothing is packed, every gradient is eager's, and the near miss names the autograd cause without
+    claiming the weights require grad when none does."""
+    torch.manual_seed(0)
+    model = Projections((64, 32, 32), (False, False, False)).train()
+    for i in frozen:
+        model.projs[i].weight.requires_grad_(False)
+    x = torch.randn(2, 3, 64, requires_grad=True)
+    recs = _no_match(model, x, grad=True)
+    reasons = [n.reason for r in recs for n in r.near_misses]
+    assert any("autograd is on" in r for r in reasons), reasons
+    if len(frozen) == 3:
+        assert not any("weights that require grad" in r for r in reasons), reasons
+    fn = compiled(model)
+    (got_x,) = torch.autograd.grad(sum(o.square().sum() for o in fn(x)), x)
+    (ref_x,) = torch.autograd.grad(sum(o.square().sum() for o in model(x)), x)
+    torch.testing.assert_close(got_x, ref_x)
+    trained = [p for p in model.parameters() if p.requires_grad]
+    got = torch.autograd.grad(sum(o.square().sum() for o in fn(x)), trained) if trained else ()
+    ref = torch.autograd.grad(sum(o.square().sum() for o in model(x)), trained) if trained else ()
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a, b)
+    assert kernel.STATS["repacked"] == 0
+
+
 class ComputedWeight(nn.Module):
     def __init__(self):
         super().__init__()
