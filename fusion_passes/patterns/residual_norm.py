@@ -405,7 +405,8 @@ def _match_weight_tail(norm: _Norm, allow_bias: bool) -> None:
         return
     if is_op(nxt, aten.mul):
         w1 = _other_operand(nxt, norm.y)
-        gemma = _gemma_weight(w1, n) if isinstance(w1, fx.Node) else None
+        # the layer-norm ops take no offset: there ``offset + weight.float()`` stays a node, read as the weight
+        gemma = _gemma_weight(w1, n) if isinstance(w1, fx.Node) and norm.kind == "rms" else None
         if gemma is not None:  # Gemma: n * (1.0 + weight.float())
             norm.weight, norm.weight_offset, norm.form = gemma[0], gemma[1], "gemma"
             norm.interior.extend(gemma[2])

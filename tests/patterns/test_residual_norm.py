@@ -105,6 +105,28 @@ def test_gemma_form(dtype, residual):
     assert "aten.rsqrt" not in ops and "aten.pow" not in ops
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("residual", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_layer_norm_of_weight_plus_one_keeps_the_one(dtype, residual, device):
+    """``layer_norm(h, w + 1, b)`` (Nemotron's LayerNorm1P): the layer-norm ops take no weight offset, so the
+    ``w + 1`` node is the weight they read (it was matched as Gemma's offset and the ``+ 1`` dropped: session 40's
+    sweep of HF models)."""
+
+    def f(x, r, w, b):
+        h = x + r if residual else x
+        return h, F.layer_norm(h, (48,), w.float() + 1.0, b.float(), 1e-5).to(h.dtype)
+
+    x, r, w = (a.to(device) for a in _inputs((2, 4, 48), dtype))
+    b = torch.randn(48).to(device, dtype)
+    out, recs = _compile(f, x, r, w, b)
+    _assert_close(out, f(x, r, w, b), dtype)
+    [m] = _matches(recs)
+    assert m.detail["weight"] and m.detail["bias"] and m.detail["weight_offset"] == 0.0
+    assert m.detail["op"] == ("fusion_passes.add_layer_norm" if residual else "fusion_passes.layer_norm")
+    assert m.detail["kernel"] == ("triton" if device == "cuda" else "torch")
+
+
 def test_rms_norm_without_weight():
     def f(x, r):
         h = x + r
