@@ -115,7 +115,7 @@ def test_layer_norm_of_weight_plus_one_keeps_the_one(dtype, residual, device):
 
     def f(x, r, w, b):
         h = x + r if residual else x
-        return h, F.layer_norm(h, (48,), w.float() + 1.0, b.float(), 1e-5).to(h.dtype)
+        return h, F.layer_norm(h.float(), (48,), w.float() + 1.0, b.float(), 1e-5).to(h.dtype)
 
     x, r, w = (a.to(device) for a in _inputs((2, 4, 48), dtype))
     b = torch.randn(48).to(device, dtype)
