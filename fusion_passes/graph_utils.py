@@ -8,6 +8,7 @@ the tensor it produces is".
 from __future__ import annotations
 
 import collections
+import math
 import re
 from typing import Iterable
 
@@ -21,6 +22,7 @@ __all__ = [
     "source_location",
     "first_source",
     "tensor_bytes",
+    "size_hints",
     "dtype_of",
     "val",
     "snapshot",
@@ -371,24 +373,27 @@ def copy_stack_trace(sources, nodes) -> None:
             node.meta["stack_trace"] = trace
 
 
-def tensor_bytes(node_or_tensor) -> int:
-    """Bytes of the tensor a node produces (or of a tensor); 0 when unknown.
+def size_hints(t: torch.Tensor) -> tuple[int, ...] | None:
+    """``t``'s sizes, a symbolic size at the hint it was traced with; None if one has no hint (unbacked).
 
-    Symbolic sizes count at their hint, read without ``int()``: ``int()`` on a SymInt installs a guard that
-    specialises the graph to this size, so ``dynamic=True`` would recompile for every new shape.
+    Never ``int(size)``: on a SymInt that installs a guard that specialises the graph to this size, so
+    ``dynamic=True`` would recompile for every new shape.
     """
-    t = val(node_or_tensor) if isinstance(node_or_tensor, fx.Node) else node_or_tensor
-    if not isinstance(t, torch.Tensor):
-        return 0
-    numel = 1
+    sizes = []
     for s in t.shape:
         if isinstance(s, torch.SymInt):
-            hint = s.node.hint if s.node.has_hint() else None
-            if hint is None:  # unbacked size: no example value to count with
-                return 0
-            s = hint
-        numel *= int(s)
-    return numel * t.element_size()
+            if not s.node.has_hint():
+                return None
+            s = s.node.hint
+        sizes.append(int(s))
+    return tuple(sizes)
+
+
+def tensor_bytes(node_or_tensor) -> int:
+    """Bytes of the tensor a node produces (or of a tensor), symbolic sizes at their hints; 0 when unknown."""
+    t = val(node_or_tensor) if isinstance(node_or_tensor, fx.Node) else node_or_tensor
+    sizes = size_hints(t) if isinstance(t, torch.Tensor) else None
+    return 0 if sizes is None else math.prod(sizes) * t.element_size()
 
 
 def snapshot(graph: fx.Graph) -> fx.Graph:

@@ -39,6 +39,7 @@ from typing import Callable, Iterator
 import torch
 import torch.fx as fx
 
+from .. import graph_utils
 from .model import BlockedFusion, GraphBreak
 
 __all__ = ["BreakEvent", "GraphEvent", "capture_break_logs", "parse_log_message", "graph_event_info", "build_breaks",
@@ -274,22 +275,10 @@ def _node_op(node: fx.Node) -> str:
 
 
 def _shape(node) -> tuple:
-    """The sizes of ``node``'s tensor, a symbolic size as the hint it was traced with; () if unknown.
-
-    Never ``int(size)``: on a SymInt that installs a guard, so under ``dynamic=True`` the report's own look
-    specialised the graph it reports (code with this call's sizes baked in, a recompile for every new shape).
-    """
+    """The sizes of ``node``'s tensor, a symbolic size as the hint it was traced with (read without a guard, so
+    the report does not specialise the ``dynamic=True`` graph it reports); () if unknown."""
     val = node.meta.get("example_value", node.meta.get("val")) if isinstance(node, fx.Node) else None
-    if not isinstance(val, torch.Tensor):
-        return ()
-    sizes = []
-    for s in val.shape:
-        if isinstance(s, torch.SymInt):
-            s = getattr(s.node, "hint", None)  # the traced value, read without a guard
-        if not isinstance(s, int):  # an unbacked size, or a SymNode without a hint
-            return ()
-        sizes.append(s)
-    return tuple(sizes)
+    return (graph_utils.size_hints(val) or ()) if isinstance(val, torch.Tensor) else ()
 
 
 def graph_event_info(gm: fx.GraphModule) -> dict:
