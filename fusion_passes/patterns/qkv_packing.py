@@ -22,7 +22,8 @@ blocks of one buffer the first time it runs (see ``fusion_passes/kernels/packed_
 
 Fires only when: every packed GEMM reads the same tensor (the same node, or reshapes of the same node to
 [-1, D]); the weights are distinct graph inputs (placeholders, or ``get_attr`` constants under freezing),
-2-D, of one dtype and device, not mutated in the graph, with static sizes; biases are 1-D [N_i], and in bf16 /
+2-D, of one dtype and device, not mutated in the graph, with static sizes, each its own memory (not a view
+into a larger tensor, unless all are the row blocks of one buffer packed earlier); biases are 1-D [N_i], and in bf16 /
 fp16 either on every linear or on none packed (a bias added after the packed GEMM's rounding rounds twice, where
 addmm rounds once: the biased ones then stay unpacked, with a near miss); addmm has alpha = beta = 1; autograd
 is off (with gradients on, the op has no backward, so it does not fire); on CUDA the row count is not a static 1
@@ -144,8 +145,43 @@ def _packable(mms: list[fx.Node], taken: set[fx.Node], ctx) -> list[linears.Line
         ctx.near_miss(found[0].mm, f"a weight block is not a multiple of {_ALIGN} bytes, so the next one would "
                       "start misaligned in the packed buffer; not packed")
         return []
-    found = _biases_in_time(found, ctx)
+    found = _own_memory(found, ctx)
+    found = _biases_in_time(found, ctx) if len(found) >= 2 else found
     return _exact_biases(found, ctx) if len(found) >= 2 else found
+
+
+def _own_memory(found: list[linears.Linear], ctx) -> list[linears.Linear]:
+    """``found`` less the weights that are views into a larger tensor (Dbrx's experts: ``w1.view(E, F, H)[e]``
+    passed to a graph as an input): re-pointing such a view at the packed buffer would cut it off from the
+    parameter it views, so ``packed_linear`` would refuse it at run time and run unpacked anyway. Weights that
+    are already the row blocks of one buffer ``packed_linear`` made (a recompile after packing) are kept."""
+    if found[0].constant is not None:  # frozen constants are stacked into a new constant: no aliasing
+        return found
+    fakes = [val(lin.weight) for lin in found]
+    own = [w.storage_offset() == 0 and w.untyped_storage().nbytes() == w.numel() * w.element_size() for w in fakes]
+    if all(own) or _one_packed_buffer(fakes):
+        return found
+    for lin, w, is_own in zip(found, fakes, own):
+        if not is_own:
+            ctx.near_miss(lin.mm, f"its weight ({lin.weight.name}, {w.numel() * w.element_size()} bytes at offset "
+                                  f"{w.storage_offset()}) is a view into a {w.untyped_storage().nbytes()}-byte tensor "
+                                  "(e.g. one expert of a stacked parameter); packing would cut that view off the "
+                                  "tensor, so it is not packed")
+    whole = [lin for lin, is_own in zip(found, own) if is_own]
+    return whole
+
+
+def _one_packed_buffer(weights: list[torch.Tensor]) -> bool:
+    """Whether the (fake) ``weights`` [N_i, K] are, in some order, adjacent row blocks that fill one storage."""
+    storage = weights[0].untyped_storage()
+    if any(w.untyped_storage()._cdata != storage._cdata or not w.is_contiguous() for w in weights):
+        return False
+    end = 0
+    for w in sorted(weights, key=lambda w: w.storage_offset()):
+        if w.storage_offset() != end:
+            return False
+        end += w.numel()
+    return end * weights[0].element_size() == storage.nbytes()
 
 
 def _biases_in_time(found: list[linears.Linear], ctx) -> list[linears.Linear]:

@@ -7,6 +7,7 @@ not fire on different dtypes, look-alike inputs, a single linear, or with autogr
 """
 
 import gc
+import warnings
 
 import pytest
 import torch
@@ -487,6 +488,58 @@ def test_near_miss_for_a_weight_computed_in_the_graph():
         recs = _no_match(ComputedWeight().eval(), torch.randn(2, 3, 64))
     reasons = [n.reason for r in recs for n in r.near_misses]
     assert any("computed in the graph" in r for r in reasons), reasons
+
+
+def _two_linears(x, w1, w2):
+    return F.linear(x, w1).relu(), F.linear(x, w2).relu()
+
+
+def test_near_miss_for_weights_that_view_a_larger_tensor():
+    """Dbrx passes each expert's ``w1.view(E, F, H)[e]`` into a graph: re-pointing such a view at a packed buffer
+    would cut it off the parameter, so the op would refuse at run time; the family must not pack it at all."""
+    torch.manual_seed(0)
+    stacked_a, stacked_b = torch.randn(3 * 32, 64), torch.randn(3 * 32, 64)  # [experts * F, H]
+    x = torch.randn(2, 5, 64)
+    for expert in (0, 2):  # offset 0 in a larger storage, and a non-zero offset
+        w1, w2 = stacked_a.view(3, 32, 64)[expert], stacked_b.view(3, 32, 64)[expert]
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.filterwarnings("error", message=".*shares memory")  # no run-time refusal: nothing packed
+            recs = _no_match(_two_linears, x, w1, w2)
+        reasons = [n.reason for r in recs for n in r.near_misses]
+        assert sum("is a view into a 24576-byte tensor" in r for r in reasons) == 2, reasons
+        assert w1.data_ptr() == stacked_a.data_ptr() + expert * 32 * 64 * 4  # still a view of the parameter
+
+
+def test_adjacent_views_of_one_buffer_are_packed_in_place():
+    """Row blocks that already fill one buffer (a user's fused weight, or ours after packing) are packed: the
+    op reads them as they lie, with no copy."""
+    torch.manual_seed(0)
+    fused, x = torch.randn(2 * 32, 64), torch.randn(2, 5, 64)
+    w1, w2 = fused[:32], fused[32:]
+    moves = kernel.weight_moves()
+    with torch.no_grad():
+        ref = _two_linears(x, w1, w2)
+        out, recs = compile_with_records(_two_linears, x, w1, w2, patterns=PATTERN)
+    for a, b in zip(out, ref):
+        torch.testing.assert_close(a, b)
+    assert len(matches(recs)) == 1
+    assert kernel.weight_moves() == moves and kernel.STATS["repacked"] == 0 and kernel.STATS["packed"] == 1
+
+
+def test_recompile_after_packing_packs_the_packed_weights_again():
+    """A second graph (a new static shape) sees the parameters as row blocks of the buffer the first call made;
+    it packs them too, without moving them again."""
+    model = tiny_llama()
+    fn = compiled(model, dynamic=False)
+    with torch.no_grad(), fusion_passes.capture() as recs:
+        for seq in (8, 9):
+            ids = torch.randint(0, 256, (2, seq))
+            torch.testing.assert_close(fn(ids), model(ids))
+    graphs = [r for r in recs if r.passes_ran]
+    assert len(graphs) == 2
+    assert [len(r.matches_for("qkv_packing")) for r in graphs] == [2, 2]
+    assert not any("view into" in n.reason for r in graphs for n in r.near_misses)
+    assert kernel.STATS["repacked"] == 2 and kernel.STATS["packed"] == 4
 
 
 # --------------------------------------------------------------------------------------------- the op itself
