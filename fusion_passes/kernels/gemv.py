@@ -774,7 +774,8 @@ def _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu
     _check_biases(x, (w0, w1, w2), biases, silu_mul or residual is not None)
     if gelu_tanh and not silu_mul:
         raise ValueError("decode_gemv: gelu_tanh picks the gate's activation: it needs silu_mul=True")
-    if not _use_triton(x):
+    if not _use_triton(x) or not _kernel_takes(x, (w0, w1, w2), norm_weight, residual, rope_cos, rope_sin, rope_dim,
+                                               rope_weights):
         y = reference(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos,
                       rope_sin, rope_dim, rope_weights, biases, gelu_tanh)
         if cache_index is not None:
@@ -792,6 +793,20 @@ def _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu
             rope_dim, rope_weights, caches=caches, cache_index=cache_index, index_base=index_base, biases=biases,
             gelu_tanh=gelu_tanh)
     return y
+
+
+def _kernel_takes(x, weights, norm_weight, residual, rope_cos, rope_sin, rope_dim, rope_weights) -> bool:
+    """Whether the kernel computes what ``reference`` does: it writes one tile of MAX_ROWS rows, indexes the norm
+    weight, residual and cos/sin as [K], [M, N_0] and [M, rope_dim] (no broadcasting) and multiplies weights of
+    x's dtype (eager's matmul refuses others). The pass gives it only such inputs; a direct call may not."""
+    m, k = x.shape
+    if m > MAX_ROWS or any(w is not None and (w.shape[1:] != (k,) or w.dtype != x.dtype) for w in weights):
+        return False
+    if norm_weight is not None and norm_weight.shape != (k,):
+        return False
+    if residual is not None and (residual.shape != (m, weights[0].shape[0]) or residual.dtype != x.dtype):
+        return False
+    return not rope_weights or all(t.shape == (m, rope_dim) and t.dtype == x.dtype for t in (rope_cos, rope_sin))
 
 
 def _check_biases(x, weights, biases, single_output: bool) -> None:

@@ -313,6 +313,42 @@ def test_kernel_rope_epilogue(rows, dtype, rope_weights, widths, loop, monkeypat
     assert (got.double() - plain).abs().max().item() > 10 * TOL[dtype]  # the rotation did something
 
 
+@kernel_test
+@pytest.mark.parametrize("case", ["17 rows", "rope rows broadcast", "residual broadcast", "norm weight broadcast",
+                                  "fp32 weight, fp16 input"])
+def test_inputs_the_kernel_does_not_index_run_the_torch_implementation(case):
+    """The kernel computes one 16-row tile, reads cos/sin, the residual and the norm weight as [M, rope_dim],
+    [M, N] and [K] without broadcasting, and multiplies weights of the input's dtype: other inputs (which the pass
+    never gives it, but the op accepts) get the torch implementation's result (or its error, as eager's mixed-dtype
+    matmul), not rows left unwritten, values read past the operands' ends or a product eager refuses."""
+    torch.manual_seed(0)
+    rows = gemv.MAX_ROWS + 1 if case == "17 rows" else 1 if case.startswith("fp32") else 3
+    dtype = torch.float16 if case.startswith("fp32") else torch.float32  # (bf16 tl.dot: wrong in the interpreter)
+    x = torch.randn(rows, 32, dtype=dtype, device=DEVICE)
+    w0, w1 = (torch.randn(16, 32, dtype=dtype, device=DEVICE) / 6 for _ in range(2))
+    if case.startswith("fp32"):
+        w0 = w0.float()
+    nw = torch.rand(1 if case == "norm weight broadcast" else 32, dtype=dtype, device=DEVICE) + 0.5
+    cos, sin, rope = None, None, (0, 0)
+    if case == "rope rows broadcast":  # one position's table for every row: eager broadcasts it
+        angle = torch.rand(1, 4, device=DEVICE) * 6
+        cos, sin = (f(torch.cat([angle, angle], -1)).to(dtype) for f in (torch.cos, torch.sin))
+        rope = (8, 2)
+    residual = torch.randn(1, 16, dtype=dtype, device=DEVICE) if case == "residual broadcast" else None
+    w1 = None if residual is not None else w1
+    nw = None if residual is not None else nw
+    args = (x, w0, w1, None, nw, 1e-6, 0.0, True, residual, False, cos, sin, *rope)
+    if case.startswith("fp32"):
+        for run in (gemv.reference, torch.ops.fusion_passes.decode_gemv):
+            with pytest.raises(RuntimeError, match="same dtype"):
+                run(*args)
+        return
+    got = torch.ops.fusion_passes.decode_gemv(*args)
+    want = gemv.reference(*args)
+    assert got.shape == want.shape
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
 def test_rope_needs_concatenated_head_multiples():
     x, w = torch.randn(1, 8), torch.randn(12, 8)
     cos = sin = torch.ones(1, 8)
