@@ -152,3 +152,22 @@ def test_softcapped_scores(dtype, mask):
     if kernel.decode_attention_inline is not None:
         inline = torch.ops.fusion_passes.decode_attention_inline(q, k, v, m, scale, False, cap)
         torch.testing.assert_close(inline, got, atol=0, rtol=0)
+
+
+@kernel_test
+@pytest.mark.parametrize("kv_batch", ["k and v", "v only"])
+def test_kv_of_batch_one_broadcasts_over_the_query_batch(kv_batch):
+    """SDPA (whose decode-sized calls the pass gives this op) and the reference broadcast a K/V batch of 1 over the
+    query's batch (one cache shared by every sequence); the kernel indexes K/V by the query's batch, so it must
+    read that one sequence for all of them, not memory past the cache's end."""
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    q = torch.randn(3, 4, 1, 16, device=DEVICE)
+    k = torch.randn(1 if kv_batch == "k and v" else 3, 2, 30, 16, device=DEVICE)
+    v = torch.randn(1, 2, 30, 16, device=DEVICE)
+    got = torch.ops.fusion_passes.decode_attention(q, k, v, None, 0.25, False)
+    sdpa = F.scaled_dot_product_attention(q, k, v, scale=0.25, enable_gqa=True)
+    torch.testing.assert_close(got, sdpa, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(kernel.reference(q, k, v, None, 0.25), sdpa, atol=1e-4, rtol=1e-4)
+
