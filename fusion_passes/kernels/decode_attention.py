@@ -269,7 +269,8 @@ def _attention(q, k, v, mask, scale, is_causal, traced: bool, softcap: float = 0
                prefetch: Optional[torch.Tensor] = None) -> torch.Tensor:
     b, h, sq, dim = q.shape
     h_kv, dv = k.shape[1], v.shape[3]
-    if not _use_triton(q) or h % h_kv or sq * (h // h_kv) > MAX_ROWS or max(dim, dv) > MAX_HEAD_DIM:
+    if (not _use_triton(q) or h % h_kv or sq * (h // h_kv) > MAX_ROWS or max(dim, dv) > MAX_HEAD_DIM
+            or q.numel() == 0 or k.shape[2] == 0):  # empty: no grid to launch (its arithmetic divides by zero)
         return reference(q, k, v, mask, scale, is_causal, softcap)
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
     # the kernel indexes K/V by q's batch: a batch of 1 broadcasts over it, as in SDPA (stride 0, no copy)

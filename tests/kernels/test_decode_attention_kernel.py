@@ -171,3 +171,14 @@ def test_kv_of_batch_one_broadcasts_over_the_query_batch(kv_batch):
     torch.testing.assert_close(got, sdpa, atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(kernel.reference(q, k, v, None, 0.25), sdpa, atol=1e-4, rtol=1e-4)
 
+
+@kernel_test
+@pytest.mark.parametrize("empty", ["batch", "keys"])
+def test_empty_batch_or_cache_gives_the_references_result(empty):
+    """Nothing to launch: the op returns what its torch implementation does (an empty batch; zeros for no keys, as
+    SDPA's safe softmax gives for rows that allow no key) instead of failing in the grid arithmetic."""
+    b, sk = (0, 30) if empty == "batch" else (2, 0)
+    q = torch.randn(b, 4, 1, 16, device=DEVICE)
+    k, v = (torch.randn(b, 2, sk, 16, device=DEVICE) for _ in range(2))
+    got = torch.ops.fusion_passes.decode_attention(q, k, v, None, 0.25, False)
+    assert torch.equal(got, kernel.reference(q, k, v, None, 0.25)) and got.shape == (b, 4, 1, 16)
