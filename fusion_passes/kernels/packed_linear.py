@@ -173,6 +173,9 @@ def _may_repack(x: torch.Tensor, weights: list[torch.Tensor]) -> bool:
     if x.is_cuda and torch.cuda.is_current_stream_capturing():
         _warn_once("capture", "weights are not packed yet during CUDA graph capture; running them unpacked")
         return False
+    if len({(w.dtype, w.device) for w in weights}) > 1:  # a weight re-pointed onto another dtype's bytes reads garbage
+        _warn_once("dtypes", "the weights differ in dtype or device; running them unpacked")
+        return False
     spans = sorted((w.data_ptr(), w.data_ptr() + w.numel() * w.element_size()) for w in weights)
     if any(end > next_start for (_, end), (next_start, _) in zip(spans, spans[1:])):
         _warn_once("overlap", "two projection weights overlap in memory (aliases of one tensor); running them unpacked")
