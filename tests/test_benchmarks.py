@@ -262,6 +262,19 @@ def test_split_gemv_probe_designs_match_the_reference_tiny_interpreted():
     assert len(counts) == 2 and all(c >= 2 + 6 for c in counts), run.stdout  # 2 mma + 6 splitk configs at least
 
 
+def test_grid_barrier_probe_fused_kernel_matches_tiny_interpreted():
+    """The probe's fused kernel (two GEMVs and a grid barrier, one program here) equals its two separate launches
+    and the reference, for both pairs; the probe exits non-zero otherwise."""
+
+    if reason := interpreter_blocker():
+        pytest.skip(reason)
+    script = Path(__file__).parent.parent / "benchmarks" / "probe_grid_barrier.py"
+    run = subprocess.run([sys.executable, str(script), "--tiny"], env={**os.environ, "TRITON_INTERPRET": "1"},
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert run.stdout.count("equal to separate True, counter 1, flag 0") == 2, run.stdout
+
+
 def test_split_gemv_probe_mma_design_runs_on_the_tensor_cores_for_hopper():
     """The mma design is what its name says once compiled for sm_90: MMA instructions, with x on either side."""
     hopper = pytest.importorskip("tests.kernels.test_compile_for_hopper")
