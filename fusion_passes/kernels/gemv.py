@@ -873,8 +873,11 @@ def _check_cache_args(x, weights, caches, cache_index, index_base: bool) -> None
     if not written or any(w is None for w, _ in written):
         raise ValueError("decode_gemv_kv_write: every cache needs its weight, and at least one cache is needed")
     first = written[0][1]
+    if cache_index.dtype not in (torch.int32, torch.int64):  # the kernel would cast a bool or float index to one
+        raise ValueError(f"decode_gemv_kv_write: cache_index needs integer positions (int32/int64), got "
+                         f"{cache_index.dtype}")
     if index_base:
-        if cache_index.dim() > 1 or cache_index.numel() != 1 or cache_index.is_floating_point():
+        if cache_index.dim() > 1 or cache_index.numel() != 1:
             raise ValueError(f"decode_gemv_kv_write: index_base needs one integer position, got "
                              f"{list(cache_index.shape)} {cache_index.dtype}")
         s = x.shape[0] // first.shape[0] if first.dim() == 4 and first.shape[0] else -1

@@ -492,6 +492,13 @@ def test_kv_write_checks_the_cache_shapes():
     with pytest.raises(ValueError, match="its weight"):
         torch.ops.fusion_passes.decode_gemv_kv_write(x, w, None, None, None, 1e-6, 0.0, True, None, None, 0, 0,
                                                      None, torch.zeros(2, 2, 4, 8), None, pos)
+    # the kernel reads positions as integers: a bool (eager's index_put takes it as a mask) or float index would be
+    # cast to one; eager's index_copy_ refuses both
+    for index, base in ((torch.tensor([True, False]), False), (torch.tensor([1.0, 2.0]), False),
+                        (torch.tensor(True), True)):
+        with pytest.raises(ValueError, match="integer positions"):
+            torch.ops.fusion_passes.decode_gemv_kv_write(x, w, w, None, None, 1e-6, 0.0, True, None, None, 0, 0,
+                                                         None, torch.zeros(1, 2, 4, 8), None, index, base)
 
 
 def _meta(form: str) -> dict:
