@@ -274,7 +274,7 @@ def _attention(q, k, v, mask, scale, is_causal, traced: bool, softcap: float = 0
         return reference(q, k, v, mask, scale, is_causal, softcap)
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
     # the kernel indexes K/V by q's batch: a batch of 1 broadcasts over it, as in SDPA (stride 0, no copy)
-    k, v = (t.expand(b, *t.shape[1:]) for t in (k, v))
+    k, v = (t if t.shape[0] == b else t.expand(b, *t.shape[1:]) for t in (k, v))
     out = torch.empty((b, h, sq, dv), dtype=q.dtype, device=q.device)
     _launch(q, k, v, mask, scale, is_causal, out, traced, softcap, prefetch)
     return out
