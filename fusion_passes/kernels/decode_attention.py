@@ -109,7 +109,9 @@ if triton is not None:
         pid = tl.program_id(0)
         split = tl.program_id(1)
         n_splits = tl.num_programs(1)
-        b = pid // H_KV
+        # int64: a cache of 2**31 elements or more puts b * sk_b past int32 (the in-slice offsets are checked on the
+        # host, ``_offsets_fit``)
+        b = (pid // H_KV).to(tl.int64)
         kvh = pid % H_KV
         rows = tl.arange(0, BLOCK_M)
         row_ok = rows < GROUP * SQ
@@ -122,8 +124,8 @@ if triton is not None:
         m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
         l_i = tl.zeros([BLOCK_M], tl.float32)
         acc = tl.zeros([BLOCK_M, BLOCK_DV], tl.float32)
-        k_base = K + b * sk_b + kvh * sk_h
-        v_base = V + b * sv_b + kvh * sv_h
+        k_base = K + b * sk_b + kvh.to(tl.int64) * sk_h
+        v_base = V + b * sv_b + kvh.to(tl.int64) * sv_h
         start = split * CHUNK
         for n0 in range(start, start + CHUNK, BLOCK_N):
             n = n0 + tl.arange(0, BLOCK_N)
@@ -275,9 +277,24 @@ def _attention(q, k, v, mask, scale, is_causal, traced: bool, softcap: float = 0
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
     # the kernel indexes K/V by q's batch: a batch of 1 broadcasts over it, as in SDPA (stride 0, no copy)
     k, v = (t if t.shape[0] == b else t.expand(b, *t.shape[1:]) for t in (k, v))
+    if not _offsets_fit(q, k, v, mask):
+        return reference(q, k, v, mask, scale, is_causal, softcap)
     out = torch.empty((b, h, sq, dv), dtype=q.dtype, device=q.device)
     _launch(q, k, v, mask, scale, is_causal, out, traced, softcap, prefetch)
     return out
+
+
+def _offsets_fit(q, k, v, mask) -> bool:
+    """Whether the kernel's int32 offsets stay below 2**31: it adds them to an int64 base, the batch's for q and
+    the mask (any head), the (batch, KV head)'s for K and V (a key's row n * stride, e.g. in a [B, L, H, D] cache
+    of 2**31 elements per sequence, would wrap)."""
+    def last(t, dims):  # offset of the slice's last element along ``dims``
+        return sum((t.shape[i] - 1) * abs(t.stride(i)) for i in dims)
+    spans = [last(q, (1, 2, 3)), last(k, (2, 3)), last(v, (2, 3))]  # q and the mask: every head from b's base
+    if mask is not None:
+        m = mask.expand(q.shape[0], q.shape[1], q.shape[2], k.shape[2])
+        spans.append(last(m, (1, 2, 3)))
+    return max(spans) < 2**31
 
 
 def _impl(q, k, v, mask, scale, is_causal, softcap=0.0, prefetch=None):

@@ -182,3 +182,31 @@ def test_empty_batch_or_cache_gives_the_references_result(empty):
     k, v = (torch.randn(b, 2, sk, 16, device=DEVICE) for _ in range(2))
     got = torch.ops.fusion_passes.decode_attention(q, k, v, None, 0.25, False)
     assert torch.equal(got, kernel.reference(q, k, v, None, 0.25)) and got.shape == (b, 4, 1, 16)
+
+
+@pytest.mark.parametrize("keys, fits", [(2**21, True), (2**21 + 1, False)])
+def test_offsets_past_int32_inside_one_head_run_the_torch_implementation(keys, fits):
+    """The kernel adds int32 offsets to an int64 base per (batch, KV head): a [B, L, H, D] cache whose rows of
+    one sequence span 2**31 elements or more must go to the torch implementation (meta tensors: no memory)."""
+    q = torch.empty(1, 8, 1, 128, device="meta")
+    k = torch.empty(1, keys, 8, 128, device="meta").transpose(1, 2)  # row stride 8 * 128
+    v = torch.empty(1, 8, 16, 128, device="meta")
+    assert kernel._offsets_fit(q, k, v, None) is fits
+    # a mask slice [1, 8, 1, 16] of a wider one: head 7 starts 7 * its width in (any head from the batch's base)
+    width = 2**28 if fits else 2**29
+    assert kernel._offsets_fit(q, v, v, torch.empty(1, 8, 1, width, device="meta")[..., :16]) is fits
+
+
+@pytest.mark.gpu
+def test_cache_of_more_than_2_31_elements_is_indexed_in_int64():
+    """b * stride(0) of a cache with 2**31 elements or more passes int32: batch 2 of a [3, 1, 2**23, 128] cache
+    starts at element 2**31 (6 GiB per bf16 cache)."""
+    if not torch.cuda.is_available() or torch.cuda.mem_get_info()[0] < 24 * 2**30:
+        pytest.skip("needs a CUDA device with 24 GiB free")
+    torch.manual_seed(0)
+    q = torch.randn(3, 2, 1, 128, dtype=torch.bfloat16, device="cuda")
+    k, v = (torch.empty(3, 1, 2**23, 128, dtype=torch.bfloat16, device="cuda").normal_() for _ in range(2))
+    got = torch.ops.fusion_passes.decode_attention(q, k, v, None, 128**-0.5, False)
+    for b in range(3):
+        want = kernel.reference(q[b:b + 1], k[b:b + 1], v[b:b + 1], None, 128**-0.5)
+        torch.testing.assert_close(got[b:b + 1], want, atol=3e-3, rtol=3e-2)
