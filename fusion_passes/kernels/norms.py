@@ -241,17 +241,19 @@ def _torch_norm(x, residual, weight, bias, eps, eps_tensor, weight_offset, is_rm
     return h, y.contiguous()
 
 
-def _kernel_takes(x, residual, weight, bias) -> bool:
-    """Whether the kernel computes what ``_torch_norm`` does: it reads the residual as x's rows in x's dtype (eager's
-    add broadcasts and promotes) and the weight and bias as [N] vectors. The pass gives it only such inputs."""
+def _kernel_takes(x, weight, bias) -> bool:
+    """Whether the kernel computes what ``_torch_norm`` does: it reads the weight and bias as [N] vectors (eager
+    broadcasts others). The pass gives it only such inputs."""
     n = x.shape[-1]
-    if residual is not None and (residual.shape != x.shape or residual.dtype != x.dtype):
-        return False
     return all(t is None or t.shape == (n,) for t in (weight, bias))
 
 
 def _impl(x, residual, weight, bias, eps, eps_tensor, weight_offset, is_rms, cast_before_weight, out_dtype):
-    fn = _run if _use_triton(x) and _kernel_takes(x, residual, weight, bias) else _torch_norm
+    if residual is not None and (residual.shape != x.shape or residual.dtype != x.dtype):
+        # h is x's shape and dtype (the fake says so): eager's broadcasting / promoting add would give another
+        raise ValueError(f"fusion_passes norm ops: the residual must have x's shape and dtype {tuple(x.shape)} "
+                         f"{x.dtype}, got {tuple(residual.shape)} {residual.dtype}; expand or cast it first")
+    fn = _run if _use_triton(x) and _kernel_takes(x, weight, bias) else _torch_norm
     return fn(x, residual, weight, bias, eps, eps_tensor, weight_offset, is_rms, cast_before_weight, out_dtype)
 
 
