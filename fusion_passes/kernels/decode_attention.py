@@ -271,6 +271,8 @@ def _attention(q, k, v, mask, scale, is_causal, traced: bool, softcap: float = 0
                prefetch: Optional[torch.Tensor] = None) -> torch.Tensor:
     b, h, sq, dim = q.shape
     h_kv, dv = k.shape[1], v.shape[3]
+    if not q.dtype == k.dtype == v.dtype:  # as SDPA; the kernel would not compile for mixed operands
+        raise ValueError(f"decode_attention: q, k and v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
     if (not _use_triton(q) or h % h_kv or sq * (h // h_kv) > MAX_ROWS or max(dim, dv) > MAX_HEAD_DIM
             or q.numel() == 0 or k.shape[2] == 0):  # empty: no grid to launch (its arithmetic divides by zero)
         return reference(q, k, v, mask, scale, is_causal, softcap)

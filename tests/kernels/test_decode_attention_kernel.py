@@ -210,3 +210,12 @@ def test_cache_of_more_than_2_31_elements_is_indexed_in_int64():
     for b in range(3):
         want = kernel.reference(q[b:b + 1], k[b:b + 1], v[b:b + 1], None, 128**-0.5)
         torch.testing.assert_close(got[b:b + 1], want, atol=3e-3, rtol=3e-2)
+
+
+def test_operands_of_different_dtypes_are_refused_as_sdpa_does():
+    q = torch.randn(1, 2, 1, 16)
+    k, v = torch.randn(1, 2, 8, 16, dtype=torch.float64), torch.randn(1, 2, 8, 16)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    with pytest.raises(ValueError, match="one dtype"):
+        torch.ops.fusion_passes.decode_attention(q, k, v, None, 0.25, False)
