@@ -64,7 +64,7 @@ def apply(graph: fx.Graph, ctx) -> None:
     for mms in linears.gemms_by_input(graph).values():
         if len(mms) < 2:
             continue
-        group = _packable(mms, packed_weights, ctx)
+        group = _packable(mms, packed_weights, ctx, order)
         if len(group) < 2:
             continue
         reason = _decode_sized(group)
@@ -117,8 +117,9 @@ def _decode_sized(group: list["linears.Linear"]) -> str | None:
 # --------------------------------------------------------------------------------------------- matching
 
 
-def _packable(mms: list[fx.Node], taken: set[fx.Node], ctx) -> list[linears.Linear]:
-    """The linears among ``mms`` (all reading one input) that can share one GEMM; near misses for the rest."""
+def _packable(mms: list[fx.Node], taken: set[fx.Node], ctx, order: dict) -> list[linears.Linear]:
+    """The linears among ``mms`` (all reading one input) that can share one GEMM; near misses for the rest.
+    ``order``: each node's position in the graph (the packed GEMM stacks the weights in that order)."""
     found, seen = [], set()
     for mm in mms:
         lin = linears.as_linear(mm)
@@ -145,21 +146,22 @@ def _packable(mms: list[fx.Node], taken: set[fx.Node], ctx) -> list[linears.Line
         ctx.near_miss(found[0].mm, f"a weight block is not a multiple of {_ALIGN} bytes, so the next one would "
                       "start misaligned in the packed buffer; not packed")
         return []
-    found = _own_memory(found, ctx)
+    found = _own_memory(found, ctx, order)
     found = _biases_in_time(found, ctx) if len(found) >= 2 else found
     return _exact_biases(found, ctx) if len(found) >= 2 else found
 
 
-def _own_memory(found: list[linears.Linear], ctx) -> list[linears.Linear]:
+def _own_memory(found: list[linears.Linear], ctx, order: dict) -> list[linears.Linear]:
     """``found`` less the weights that are views into a larger tensor (Dbrx's experts: ``w1.view(E, F, H)[e]``
     passed to a graph as an input): re-pointing such a view at the packed buffer would cut it off from the
     parameter it views, so ``packed_linear`` would refuse it at run time and run unpacked anyway. Weights that
-    are already the row blocks of one buffer ``packed_linear`` made (a recompile after packing) are kept."""
+    are already the row blocks of one buffer in the graph's order (a fused weight, or the buffer ``packed_linear``
+    made before a recompile) are kept: the op reads them in place."""
     if found[0].constant is not None:  # frozen constants are stacked into a new constant: no aliasing
         return found
     fakes = [val(lin.weight) for lin in found]
     own = [w.storage_offset() == 0 and w.untyped_storage().nbytes() == w.numel() * w.element_size() for w in fakes]
-    if all(own) or _one_packed_buffer(fakes):
+    if all(own) or _one_packed_buffer([val(lin.weight) for lin in sorted(found, key=lambda lin: order[lin.mm])]):
         return found
     for lin, w, is_own in zip(found, fakes, own):
         if not is_own:
@@ -172,12 +174,12 @@ def _own_memory(found: list[linears.Linear], ctx) -> list[linears.Linear]:
 
 
 def _one_packed_buffer(weights: list[torch.Tensor]) -> bool:
-    """Whether the (fake) ``weights`` [N_i, K] are, in some order, adjacent row blocks that fill one storage."""
+    """Whether the (fake) ``weights`` [N_i, K] are, in this order, adjacent row blocks that fill one storage."""
     storage = weights[0].untyped_storage()
     if any(w.untyped_storage()._cdata != storage._cdata or not w.is_contiguous() for w in weights):
         return False
     end = 0
-    for w in sorted(weights, key=lambda w: w.storage_offset()):
+    for w in weights:
         if w.storage_offset() != end:
             return False
         end += w.numel()
