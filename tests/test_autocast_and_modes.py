@@ -4,7 +4,8 @@ Autocast puts casts into the graph the families see: each linear reads its own c
 weight, scores come out of the matmul in bf16 while masks and norms stay fp32, and the outputs' dtypes follow
 from those casts. The families must keep eager's values and dtypes there, fire or not. Session 41's audit of
 autocast and compile modes found no mismatch; these pin what it checked, whichever way the autocast region is
-written (inside the compiled function, or around the call: then the compile runs with autocast on).
+written (inside the compiled function, or around the call, where Dynamo guards on the ambient autocast state and
+traces its casts into the graph).
 """
 
 import contextlib
