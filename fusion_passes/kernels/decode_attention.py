@@ -290,13 +290,14 @@ def _offsets_fit(q, k, v, mask) -> bool:
     """Whether the kernel's int32 offsets stay below 2**31: it adds them to an int64 base, the batch's for q and
     the mask (any head), the (batch, KV head)'s for K and V (a key's row n * stride, e.g. in a [B, L, H, D] cache
     of 2**31 elements per sequence, would wrap)."""
-    def last(t, dims):  # offset of the slice's last element along ``dims``
-        return sum((t.shape[i] - 1) * abs(t.stride(i)) for i in dims)
+    def last(t, dims):  # offset of the slice's last element along ``dims`` (torch strides are not negative)
+        return sum((t.shape[i] - 1) * t.stride(i) for i in dims)
     spans = [last(q, (1, 2, 3)), last(k, (2, 3)), last(v, (2, 3))]  # q and the mask: every head from b's base
     if mask is not None:
         m = mask.expand(q.shape[0], q.shape[1], q.shape[2], k.shape[2])
         spans.append(last(m, (1, 2, 3)))
-    return max(spans) < 2**31
+    # each span on its own (not max()): traced with symbolic sizes, that guards only on the bound itself
+    return all(span < 2**31 for span in spans)
 
 
 def _impl(q, k, v, mask, scale, is_causal, softcap=0.0, prefetch=None):
