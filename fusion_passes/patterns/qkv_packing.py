@@ -23,7 +23,7 @@ blocks of one buffer the first time it runs (see ``fusion_passes/kernels/packed_
 Fires only when: every packed GEMM reads the same tensor (the same node, or reshapes of the same node to
 [-1, D]); the weights are distinct graph inputs (placeholders, or ``get_attr`` constants under freezing),
 2-D, of one dtype and device, not mutated in the graph, with static sizes, each its own memory (not a view
-into a larger tensor, unless all are the row blocks of one buffer packed earlier); biases are 1-D [N_i], and in bf16 /
+into a larger tensor, unless all are the row blocks of one buffer, in graph order); biases are 1-D [N_i], and in bf16 /
 fp16 either on every linear or on none packed (a bias added after the packed GEMM's rounding rounds twice, where
 addmm rounds once: the biased ones then stay unpacked, with a near miss); addmm has alpha = beta = 1; autograd
 is off (with gradients on, the op has no backward, so it does not fire); on CUDA the row count is not a static 1
@@ -162,15 +162,14 @@ def _own_memory(found: list[linears.Linear], ctx, order: dict) -> list[linears.L
     fakes = [val(lin.weight) for lin in found]
     own = [w.storage_offset() == 0 and w.untyped_storage().nbytes() == w.numel() * w.element_size() for w in fakes]
     if all(own) or _one_packed_buffer([val(lin.weight) for lin in sorted(found, key=lambda lin: order[lin.mm])]):
-        return found
+        return found  # (the group's weights are stacked in graph order: see apply)
     for lin, w, is_own in zip(found, fakes, own):
         if not is_own:
             ctx.near_miss(lin.mm, f"its weight ({lin.weight.name}, {w.numel() * w.element_size()} bytes at offset "
                                   f"{w.storage_offset()}) is a view into a {w.untyped_storage().nbytes()}-byte tensor "
                                   "(e.g. one expert of a stacked parameter); packing would cut that view off the "
                                   "tensor, so it is not packed")
-    whole = [lin for lin, is_own in zip(found, own) if is_own]
-    return whole
+    return [lin for lin, is_own in zip(found, own) if is_own]
 
 
 def _one_packed_buffer(weights: list[torch.Tensor]) -> bool:
