@@ -211,16 +211,13 @@ def _use_triton(q: torch.Tensor) -> bool:
 
 def _launch(q, k, v, mask, scale, is_causal, out, traced: bool, softcap: float = 0.0,
             prefetch: Optional[torch.Tensor] = None) -> None:
-    """The two kernels over q [B, H, Sq, D], k/v [B, Hkv, Sk, D|Dv] (last dims contiguous) into ``out``;
+    """The two kernels over q [B, H, Sq, D], k/v [B, Hkv, Sk, D|Dv] (last dims contiguous), mask None or
+    [B, H, Sq, Sk] (strides 0 where it broadcasts) into ``out``;
     ``traced``: through ``wrap_triton``, so that tracing puts the kernels themselves into the graph;
     ``prefetch``: a tensor whose lines to request into L2 (on CUDA; the interpreter has no PTX)."""
     b, h, sq, dim = q.shape
     h_kv, sk, dv = k.shape[1], k.shape[2], v.shape[3]
-    if mask is not None:
-        mask = mask.expand(b, h, sq, sk)  # strides 0 where it broadcasts: nothing is copied
-        ms = mask.stride()
-    else:
-        ms = (0, 0, 0, 0)
+    ms = mask.stride() if mask is not None else (0, 0, 0, 0)
     group = h // h_kv
     block_m = max(16, triton.next_power_of_2(group * sq))
     block_n = 64 if dim <= 128 else 32
@@ -279,6 +276,8 @@ def _attention(q, k, v, mask, scale, is_causal, traced: bool, softcap: float = 0
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
     # the kernel indexes K/V by q's batch: a batch of 1 broadcasts over it, as in SDPA (stride 0, no copy)
     k, v = (t if t.shape[0] == b else t.expand(b, *t.shape[1:]) for t in (k, v))
+    if mask is not None:
+        mask = mask.expand(b, h, sq, k.shape[2])  # strides 0 where it broadcasts: nothing is copied
     if not _offsets_fit(q, k, v, mask):
         return reference(q, k, v, mask, scale, is_causal, softcap)
     out = torch.empty((b, h, sq, dv), dtype=q.dtype, device=q.device)
@@ -287,15 +286,14 @@ def _attention(q, k, v, mask, scale, is_causal, traced: bool, softcap: float = 0
 
 
 def _offsets_fit(q, k, v, mask) -> bool:
-    """Whether the kernel's int32 offsets stay below 2**31: it adds them to an int64 base, the batch's for q and
+    """(mask None or expanded to [B, H, Sq, Sk].) Whether the kernel's int32 offsets stay below 2**31: it adds them to an int64 base, the batch's for q and
     the mask (any head), the (batch, KV head)'s for K and V (a key's row n * stride, e.g. in a [B, L, H, D] cache
     of 2**31 elements per sequence, would wrap)."""
     def last(t, dims):  # offset of the slice's last element along ``dims`` (torch strides are not negative)
         return sum((t.shape[i] - 1) * t.stride(i) for i in dims)
     spans = [last(q, (1, 2, 3)), last(k, (2, 3)), last(v, (2, 3))]  # q and the mask: every head from b's base
     if mask is not None:
-        m = mask.expand(q.shape[0], q.shape[1], q.shape[2], k.shape[2])
-        spans.append(last(m, (1, 2, 3)))
+        spans.append(last(mask, (1, 2, 3)))
     # each span on its own (not max()): traced with symbolic sizes, that guards only on the bound itself
     return all(span < 2**31 for span in spans)
 
