@@ -44,13 +44,15 @@ import argparse
 import json
 import os
 import sys
-import time
 
 import torch
 import triton
 import triton.language as tl
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # fusion_passes (shipped)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_e2e import copy_bandwidth_gbs  # noqa: E402
+from common import environment  # noqa: E402
 
 SPIN_LIMIT = 200_000
 
@@ -259,19 +261,6 @@ def time_layers(layers, step, reps=20):
     return best
 
 
-def copy_bandwidth(device):
-    a = torch.empty(1 << 30, dtype=torch.uint8, device=device)
-    b = torch.empty_like(a)
-    for _ in range(3):
-        b.copy_(a)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(20):
-        b.copy_(a)
-    torch.cuda.synchronize()
-    return 2 * a.numel() * 20 / (time.perf_counter() - t0) / 1e12
-
-
 def check(lay, out, eps=EPS):
     ref = lay.ref(eps).float()
     return float((out.float() - ref).abs().max() / ref.abs().max())
@@ -308,7 +297,7 @@ def main():
         return tiny()
     dev = torch.device("cuda")
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
-    bw = copy_bandwidth(dev)
+    bw = copy_bandwidth_gbs("cuda") / 1e3  # TB/s
     rows = []
     for shape in args.shapes:
         n_layers = 16 if shape == "1b" else 8
@@ -376,7 +365,7 @@ def main():
               f"{r['rel_err']:8.4f}  {r['cfg']}")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
-        json.dump(dict(device=torch.cuda.get_device_name(dev), torch=torch.__version__, triton=triton.__version__,
+        json.dump(dict(**environment("cuda"),
                        copy_tb_s=bw, summary=summary, rows=rows), f, indent=1)
 
 
