@@ -55,6 +55,18 @@ def is_op(node: fx.Node | None, *packets) -> bool:
     return any(node.target.overloadpacket is p for p in packets)
 
 
+def dtype_cast(node) -> tuple[fx.Node, torch.dtype] | None:
+    """(source, dtype) when ``node`` only casts its input's dtype (``convert_element_type``, or ``_to_copy`` with
+    no argument but the dtype), else None."""
+    if not isinstance(node, fx.Node):
+        return None
+    if is_op(node, torch.ops.prims.convert_element_type) and isinstance(node.args[0], fx.Node):
+        return node.args[0], node.args[1]
+    if is_op(node, torch.ops.aten._to_copy) and isinstance(node.args[0], fx.Node) and set(node.kwargs) <= {"dtype"}:
+        return node.args[0], node.kwargs.get("dtype", val(node.args[0]).dtype)
+    return None
+
+
 def op_counts(graph: fx.Graph) -> dict[str, int]:
     """How many times each op is called in ``graph`` (placeholders and outputs left out)."""
     counts = collections.Counter(op_name(n) for n in graph.nodes if n.op in ("call_function", "call_method"))

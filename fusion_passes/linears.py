@@ -4,8 +4,11 @@
     y   = mm(x2, permute(W, [1, 0]))              W [N, K] a graph input (a parameter)   -> [M, N]
     y   = addmm(b, x2, permute(W, [1, 0]))        with a bias b [N]
     # under freezing W.T may be a ``get_attr`` constant instead
+    # under autocast an fp32 W (and b) is cast on every call, and so is x, once per linear:
+    y   = mm(reshape(cast(x, bf16), [M, K]), permute(cast(W, bf16), [1, 0]))
 
-``gemms_by_input`` groups the GEMMs by the tensor they read, ``as_linear`` says whether one is a linear on a
+``gemms_by_input`` groups the GEMMs by the values they read (two casts of ``x`` to one dtype hold the same
+values), ``as_linear`` says whether one is a linear on a
 weight (or why not), ``unpad_rows`` undoes Inductor's row padding of a GEMM where a family needs the plain
 linear, and ``replace_output`` / ``FakeEval`` help a family swap in its op.
 """
@@ -33,7 +36,9 @@ class Linear:
     """One ``x2 @ W.T (+ b)`` in the graph.  x2 [M, K], W [N, K], bias [N] or None -> mm [M, N]
 
     ``weight`` is the node the GEMM reads W (or W.T) from: a placeholder, or under freezing a ``get_attr``
-    constant, whose real value is then in ``constant`` (as W [N, K]).
+    constant, whose real value is then in ``constant`` (as W [N, K]). With ``cast`` (autocast's per-call cast of
+    a placeholder W, to x2's dtype) ``weight`` is the uncast placeholder; ``bias`` is always the node the GEMM
+    adds (in x2's dtype), a cast too if the bias is cast.
     """
 
     mm: fx.Node
@@ -43,16 +48,22 @@ class Linear:
     width: int  # N
     k: int
     constant: torch.Tensor | None = None
+    cast: torch.dtype | None = None
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The dtype the GEMM computes in (x2's; the weight's after its cast)."""
+        return val(self.x2).dtype
 
 
-def gemms_by_input(graph: fx.Graph) -> dict[fx.Node, list[fx.Node]]:
-    """mm/addmm nodes keyed by the tensor their left operand holds (reshapes to [-1, D] see through)."""
-    groups: dict[fx.Node, list[fx.Node]] = collections.defaultdict(list)
+def gemms_by_input(graph: fx.Graph) -> dict[tuple, list[fx.Node]]:
+    """mm/addmm nodes grouped by the values their left operand holds (see ``_input_key``), in graph order."""
+    groups: dict[tuple, list[fx.Node]] = collections.defaultdict(list)
     for node in graph.nodes:
         if node.op == "call_function" and node.target in (aten.mm.default, aten.addmm.default):
             x2 = node.args[0] if node.target is aten.mm.default else node.args[1]
             if isinstance(x2, fx.Node):
-                groups[_flattened_from(x2)].append(node)
+                groups[_input_key(x2)].append(node)
     return groups
 
 
@@ -78,7 +89,7 @@ def unpad_rows(graph: fx.Graph, max_rows: int | None = None, min_group: int = 1,
     for sl in graph.nodes:
         padded = _row_padded(sl, max_rows)
         if padded is not None and device_type in (None, val(sl).device.type):
-            found[_flattened_from(padded[1].args[0])].append((sl, *padded))
+            found[_input_key(padded[1].args[0])].append((sl, *padded))
     restored = []
     for group in found.values():
         if len(group) < min_group:
@@ -121,6 +132,17 @@ def _row_padded(sl: fx.Node, max_rows: int | None) -> tuple[fx.Node, fx.Node, in
     return mm, pad, padding[3]
 
 
+def _input_key(x2: fx.Node) -> tuple[fx.Node, torch.dtype | None]:
+    """(node, dtype) naming the values ``x2`` [M, K] holds: the node it flattens (see ``_flattened_from``), seen
+    through a dtype cast, and x2's dtype. Autocast casts x once per linear: those casts, of one node to one
+    dtype, hold the same values."""
+    x = _flattened_from(x2)
+    cast = graph_utils.dtype_cast(x)
+    if cast is not None:
+        x = _flattened_from(cast[0])
+    return x, graph_utils.dtype_of(x2)
+
+
 def _flattened_from(x2: fx.Node) -> fx.Node:
     """The node ``x2`` flattens: for ``x2 = reshape(x, [M, D])`` with x [..., D], ``x``; else ``x2`` itself.
 
@@ -146,9 +168,11 @@ def as_linear(mm: fx.Node) -> Linear | str:
     if weight is None:
         what = graph_utils.op_name(wt) if isinstance(wt, fx.Node) else type(wt).__name__
         return f"its weight operand is {what}, not a weight W.T"
+    weight, cast = _uncast(weight)
     if weight.op not in ("placeholder", "get_attr"):
-        return (f"its weight is computed in the graph ({graph_utils.op_name(weight)}), not a parameter: "
-                "packing would need a per-call copy")
+        cast = graph_utils.dtype_cast(weight)
+        what = (f"{graph_utils.op_name(cast[0])}, then cast to {cast[1]}" if cast else graph_utils.op_name(weight))
+        return f"its weight is computed in the graph ({what}), not a parameter: packing would need a per-call copy"
     w, x = val(weight), val(x2)
     if not isinstance(w, torch.Tensor) or not isinstance(x, torch.Tensor) or w.dim() != 2:
         return "no 2-D weight metadata"
@@ -169,11 +193,26 @@ def as_linear(mm: fx.Node) -> Linear | str:
         b = val(bias)
         if not isinstance(bias, fx.Node) or not isinstance(b, torch.Tensor) or tuple(b.shape) != (n,):
             return "its bias is not a 1-D [N] tensor"
-        if b.dtype != w.dtype or b.device != w.device:
+        if b.dtype != (cast or w.dtype) or b.device != w.device:
             return "its bias dtype/device differs from the weight's"
     if any(graph_utils.mutates(user, weight) for user in weight.users):
         return "its weight is mutated in this graph"
-    return Linear(mm=mm, x2=x2, weight=weight, bias=bias, width=n, k=k, constant=constant)
+    return Linear(mm=mm, x2=x2, weight=weight, bias=bias, width=n, k=k, constant=constant, cast=cast)
+
+
+_CASTABLE = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def _uncast(weight: fx.Node) -> tuple[fx.Node, torch.dtype | None]:
+    """(W, dtype) when ``weight`` is a placeholder W cast to another float dtype on every call (autocast);
+    else (``weight``, None)."""
+    cast = graph_utils.dtype_cast(weight)
+    if cast is None or cast[0].op != "placeholder":
+        return weight, None
+    source, dtype = cast[0], graph_utils.dtype_of(weight)
+    if graph_utils.dtype_of(source) not in _CASTABLE or dtype not in _CASTABLE:
+        return weight, None
+    return source, (dtype if dtype != graph_utils.dtype_of(source) else None)
 
 
 def _weight_of(wt) -> tuple[fx.Node | None, bool]:

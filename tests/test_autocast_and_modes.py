@@ -1,11 +1,11 @@
 """Mixed precision under ``torch.autocast`` (CPU), against eager under the same autocast.
 
 Autocast puts casts into the graph the families see: each linear reads its own cast of the input and of its
-weight, scores come out of the matmul in bf16 while masks and norms stay fp32, and the outputs' dtypes follow
-from those casts. The families must keep eager's values and dtypes there, fire or not. Session 41's audit of
-autocast and compile modes found no mismatch; these pin what it checked, whichever way the autocast region is
-written (inside the compiled function, or around the call, where Dynamo guards on the ambient autocast state and
-traces its casts into the graph).
+weight (qkv_packing sees through both), scores come out of the matmul in bf16 while masks and norms stay fp32,
+and the outputs' dtypes follow from those casts. The families must keep eager's values and dtypes there, fire or
+not. Session 41's audit of autocast and compile modes found no mismatch; these pin what it checked, whichever way
+the autocast region is written (inside the compiled function, or around the call, where Dynamo guards on the
+ambient autocast state and traces its casts into the graph).
 """
 
 import contextlib
@@ -27,7 +27,8 @@ def _fired(recs):
 def test_zoo_models_under_autocast_match_eager_under_autocast(name, region):
     """fp32 weights, bf16 autocast: the logits (Llama: bf16 from the autocast lm_head) or hidden states (GPT-2,
     BERT: fp32 from their final LayerNorm) in eager's dtype and within a bf16 rounding of eager's values. GPT-2's
-    attention builds its mask from the bf16 scores' dtype, so attention_sdpa fires on the autocast graph too."""
+    attention builds its mask from the bf16 scores' dtype, so attention_sdpa fires on the autocast graph too;
+    Llama's and BERT's q/k/v (and Llama's gate/up) are packed with their fp32 weights, cast once per call."""
     model, args = zoo.build(name, seq=8)
 
     def forward(*a):
@@ -43,6 +44,8 @@ def test_zoo_models_under_autocast_match_eager_under_autocast(name, region):
     assert not [e for r in recs for e in r.errors]
     if name == "gpt2":
         assert "attention_sdpa" in _fired(recs)
+    else:
+        assert "qkv_packing" in _fired(recs)
 
 
 def test_residual_norm_under_autocast_keeps_the_promoted_dtype():

@@ -155,6 +155,31 @@ def test_hf_sdpa_prompt_drops_the_causal_mask_and_repeat_kv(name, padded):
         assert m.detail["mask"] == "keep" if padded else m.detail["mask"].startswith("causal"), m.detail
 
 
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_hf_llama_under_autocast_packs_and_takes_kv_before_repeat_kv(dynamic):
+    """An fp32 Llama with HF's sdpa attention and a padding mask under bf16 autocast, every family: autocast
+    casts x and each fp32 weight per linear, and SDPA's K/V after repeat_kv. q/k/v and gate/up are packed (the
+    packed fp32 weights cast once per call), and SDPA takes K/V from before repeat_kv and its cast (enable_gqa),
+    also compiled for every prompt length (dynamic=True, where the eighth audit found it missed)."""
+    model = _causal_lm("llama", attn="sdpa")
+    kwargs = dict(input_ids=_ids(), use_cache=False, attention_mask=_padding_mask())
+
+    def forward(kw):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return model(**kw).logits
+
+    with torch.no_grad():
+        expected = forward(kwargs)
+    out, recs = compile_with_records(forward, kwargs, dynamic=dynamic)
+    assert out.dtype == expected.dtype == torch.bfloat16
+    torch.testing.assert_close(out, expected, rtol=2e-2, atol=2e-2)
+    assert not [e for r in recs for e in r.errors]
+    ms = [m for r in recs for m in r.matches]
+    assert sorted(m.detail["widths"] for m in ms if m.pattern == "qkv_packing") == [[64, 32, 32]] * 2 + [[128, 128]] * 2
+    sdpa = [m.detail for m in ms if m.pattern == "attention_sdpa"]
+    assert len(sdpa) == 2 and all(d["gqa"] == "enable_gqa (x2)" and d["mask"] == "keep" for d in sdpa), sdpa
+
+
 # --------------------------------------------------------------------------------------------- decode
 
 

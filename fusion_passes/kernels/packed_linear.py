@@ -7,6 +7,9 @@
     # with a bias b_i [N_i] on every linear: one addmm, each bias added before the GEMM's one rounding, as
     # addmm(b_i, x, W_i.T) adds it (a bias added to the packed product after it was rounded to bf16 would not be)
     y = packed_linear_bias(x, [W_0, ..., W_n], [b_0, ..., b_n])
+    # under autocast (fp32 parameters, bf16 x): the weights (and biases) are cast to x's dtype once per call, on the
+    # packed matrix, where the graph cast each W_i on its own (a cast is elementwise: the same values)
+    y = packed_linear(x, [W_0, ..., W_n])    x bf16, W_i fp32  ->  x @ cat(W_i).to(bf16).T
 
 The weights are graph inputs (the module's own ``nn.Parameter`` objects), so the op must not ``cat`` them
 on every call. How it gets one [sum N_i, K] matrix (and the biases one [sum N_i] vector, the same way):
@@ -77,7 +80,9 @@ _lib.define("packed_linear_bias(Tensor x, Tensor[] weights, Tensor[] biases) -> 
 
 
 def packed_linear(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
-    """``cat([x @ w.T for w in weights], dim=1)`` as one GEMM.  x [M, K], weights[i] [N_i, K] -> [M, sum N_i]"""
+    """``cat([x @ w.to(x.dtype).T for w in weights], dim=1)`` as one GEMM.
+    x [M, K], weights[i] [N_i, K] (float, of one dtype for packing) -> [M, sum N_i] in x's dtype"""
+    _check_castable(x, weights)
     stacked_t = _stacked_t(weights)
     if stacked_t is None and _may_repack(x, weights):
         try:
@@ -89,12 +94,13 @@ def packed_linear(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
         STATS["unpacked"] += 1
         return _unpacked(x, weights)
     STATS["packed"] += 1
-    return torch.mm(x, stacked_t)
+    return torch.mm(x, stacked_t.to(x.dtype))
 
 
 def packed_linear_bias(x: torch.Tensor, weights: list[torch.Tensor], biases: list[torch.Tensor]) -> torch.Tensor:
-    """``cat([addmm(b, x, w.T) for w, b in zip(weights, biases)], dim=1)`` as one addmm.
-    x [M, K], weights[i] [N_i, K], biases[i] [N_i] -> [M, sum N_i]"""
+    """``cat([addmm(b.to(x.dtype), x, w.to(x.dtype).T) for w, b in zip(weights, biases)], dim=1)`` as one addmm.
+    x [M, K], weights[i] [N_i, K], biases[i] [N_i] -> [M, sum N_i] in x's dtype"""
+    _check_castable(x, [*weights, *biases])
     stacked_t, bias = _stacked_t(weights), _stacked(biases)
     # only what is re-pointed is checked for aliases (a view made above is one of its storage's users)
     moved = [*(weights if stacked_t is None else []), *(biases if bias is None else [])]
@@ -109,7 +115,18 @@ def packed_linear_bias(x: torch.Tensor, weights: list[torch.Tensor], biases: lis
         STATS["unpacked"] += 1
         return _unpacked(x, weights, biases)
     STATS["packed"] += 1
-    return torch.addmm(bias, x, stacked_t)
+    return torch.addmm(bias.to(x.dtype), x, stacked_t.to(x.dtype))
+
+
+_FLOATS = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def _check_castable(x: torch.Tensor, tensors: list[torch.Tensor]) -> None:
+    """The ops cast weights and biases to x's dtype (autocast's cast); only between float dtypes."""
+    other = [t.dtype for t in tensors if t.dtype != x.dtype]
+    if other and (x.dtype not in _FLOATS or any(d not in _FLOATS for d in other)):
+        raise ValueError(f"fusion_passes.packed_linear: x is {x.dtype} and the weights/biases "
+                         f"{sorted({str(t.dtype) for t in tensors})}; only float weights are cast to a float x's dtype")
 
 
 def _packed_linear_fake(x: torch.Tensor, weights: list[torch.Tensor], biases=None) -> torch.Tensor:
@@ -279,9 +296,9 @@ def _unpacked(x: torch.Tensor, weights: list[torch.Tensor], biases=None) -> torc
     for i, w in enumerate(weights):
         block = out[:, col : col + w.shape[0]]
         if biases is None:
-            torch.mm(x, w.t(), out=block)
+            torch.mm(x, w.to(x.dtype).t(), out=block)
         else:
-            torch.addmm(biases[i], x, w.t(), out=block)
+            torch.addmm(biases[i].to(x.dtype), x, w.to(x.dtype).t(), out=block)
         col += w.shape[0]
     return out
 

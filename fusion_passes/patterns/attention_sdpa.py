@@ -98,8 +98,8 @@ import torch.nn.functional as F
 from . import env_policy
 from .. import graph_utils, linears
 from ..graph_utils import (
-    copy_stack_trace, dtype_of, erase_dead, is_op, known_equal, op_name, same_shape, shape_of, sole_user, tensor_bytes,
-    val,
+    copy_stack_trace, dtype_cast, dtype_of, erase_dead, is_op, known_equal, op_name, same_shape, shape_of, sole_user,
+    tensor_bytes, val,
 )
 from ..kernels import decode_attention as decode_kernel
 
@@ -373,9 +373,14 @@ def _strip_transpose(kt: fx.Node, prep: list) -> fx.Node | None:
 
 def _repeat_kv_source(node: fx.Node, prep: list) -> tuple[fx.Node, int] | None:
     """(kv [B, Hkv, S, D], n_rep) when ``node`` [B, Hkv*n_rep, S, D] is HF's repeat_kv of kv:
-    ``kv[:, :, None].expand(B, Hkv, n_rep, S, D).reshape(B, Hkv*n_rep, S, D)``."""
+    ``kv[:, :, None].expand(B, Hkv, n_rep, S, D).reshape(B, Hkv*n_rep, S, D)``, or a dtype cast of that (autocast
+    casts SDPA's operands: the cast of the copies is the copies of the cast, so ``_sdpa`` casts kv instead)."""
     seen: list = []
     flat = _skip_identity(node, seen)
+    cast = dtype_cast(flat)
+    if cast is not None and all(d is not None and d.is_floating_point for d in (dtype_of(cast[0]), cast[1])):
+        seen.append(flat)
+        flat = _skip_identity(cast[0], seen)
     if not is_op(flat, *_FLATTEN) or len(shape_of(flat)) != 4:
         return None
     expand = _skip_identity(flat.args[0], seen)
@@ -929,6 +934,7 @@ def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
         q = q * s if kind == "mul" else q / s
     if attn.k_is_transposed:
         k = k.transpose(-2, -1)
+    k, v = (t if t.dtype == dtype else t.to(dtype) for t in (k, v))  # repeat_kv sources from before a cast
     mask = None
     for term in attn.mask:  # in the graph's order: a where-mask replaces what the terms before it added
         t = next(it)
@@ -1029,7 +1035,7 @@ def _prefetch_next_weight(node: fx.Node, attn: _Attention) -> None:
             return
         if is_op(user, aten.mm, aten.addmm):
             lin = linears.as_linear(user)
-            if not isinstance(lin, str) and lin.x2 is cur and lin.constant is None:
+            if not isinstance(lin, str) and lin.x2 is cur and lin.constant is None and lin.cast is None:
                 args = list(node.args) + [0.0] * (7 - len(node.args))  # softcap, if the node has none
                 graph_utils.set_args(node, (*args[:7], lin.weight))
                 attn.prefetch = lin.weight.name

@@ -171,6 +171,9 @@ def _linear(mm: fx.Node) -> linears.Linear:
     w, x = val(lin.weight), val(lin.x2)
     if lin.constant is not None:
         raise _NoMatch("decode-sized linear not fused: its weight is a frozen constant (the kernel reads parameters)")
+    if lin.cast is not None:
+        raise _NoMatch(f"decode-sized linear not fused: its {w.dtype} weight is cast to {lin.cast} on every call "
+                       "(autocast); the kernel reads weights in the input's dtype")
     if w.dtype != x.dtype or w.dtype not in _FLOATS or w.device != x.device:
         raise _NoMatch(f"decode-sized linear not fused: weight {w.dtype} on {w.device}, input {x.dtype} on {x.device}")
     if not isinstance(lin.k, int):

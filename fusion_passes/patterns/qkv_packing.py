@@ -12,6 +12,10 @@
     v   = slice(qkv, 1, Nq + Nk, Nq + Nk + Nv)                    into the consumer (fp32 / fp64 only, see below)
     # with a bias on every linear (Qwen2, BERT, OPT): one addmm, each bias added before its one rounding
     qkv = fusion_passes.packed_linear_bias(x2, [W_q, W_k, W_v], [b_q, b_k, b_v])
+    # under torch.autocast (fp32 parameters, bf16 compute) each linear casts x and its W (and b) on its own:
+    q   = mm(reshape(cast(x, bf16), [B*S, D]), permute(cast(W_q, bf16), [1, 0]))      ... and so k, v
+    # after: x cast once; the op packs the fp32 W_i and casts the packed rows once per call (the same values)
+    qkv = fusion_passes.packed_linear(reshape(cast(x, bf16), [B*S, D]), [W_q, W_k, W_v])
 
 Inductor's pad_mm may pad each of these GEMMs' rows to a multiple of 8 (on a GPU, when timing says so), each
 with its own pad of the shared input; where 2 or more such linears read one tensor, ``linears.unpad_rows``
@@ -20,15 +24,16 @@ restores them first (exact), so packing does not hang on that timing.
 The weights stay graph inputs: the op stacks them without a per-call copy by making the parameters row
 blocks of one buffer the first time it runs (see ``fusion_passes/kernels/packed_linear.py``).
 
-Fires only when: every packed GEMM reads the same tensor (the same node, or reshapes of the same node to
-[-1, D]); the weights are distinct graph inputs (placeholders, or ``get_attr`` constants under freezing),
-2-D, of one dtype and device, not mutated in the graph, with static sizes, each its own memory (not a view
-into a larger tensor, unless all are the row blocks of one buffer, in graph order); biases are 1-D [N_i], and in bf16 /
-fp16 either on every linear or on none packed (a bias added after the packed GEMM's rounding rounds twice, where
-addmm rounds once: the biased ones then stay unpacked, with a near miss); addmm has alpha = beta = 1; autograd
-is off (with gradients on, the op has no backward, so it does not fire); on CUDA the row count is not a static 1
-(a one-sequence decode step, where cuBLAS's separate GEMVs measured faster and decode_gemv takes what it can;
-``FUSION_PASSES_QKV_PACKING_DECODE`` changes that, see ``DECODE_MAX_ROWS``).
+Fires only when: every packed GEMM reads the same tensor (the same node, or reshapes of the same node to [-1, D], or
+casts of that node to one dtype); the weights are distinct graph inputs (placeholders, or ``get_attr`` constants
+under freezing), 2-D, of one dtype and device, all cast per call to the input's dtype or none, not mutated in the
+graph, with static sizes, each its own memory (not a view into a larger tensor, unless all are the row blocks of one
+buffer, in graph order); biases are 1-D [N_i], and in bf16 / fp16 either on every linear or on none packed (a bias
+added after the packed GEMM's rounding rounds twice, where addmm rounds once: the biased ones then stay unpacked,
+with a near miss); addmm has alpha = beta = 1; autograd is off (with gradients on, the op has no backward, so it
+does not fire); on CUDA the row count is not a static 1 (a one-sequence decode step, where cuBLAS's separate GEMVs
+measured faster and decode_gemv takes what it can; ``FUSION_PASSES_QKV_PACKING_DECODE`` changes that, see
+``DECODE_MAX_ROWS``).
 """
 
 from __future__ import annotations
@@ -137,9 +142,10 @@ def _packable(mms: list[fx.Node], taken: set[fx.Node], ctx, order: dict) -> list
         found = runtime if len(runtime) >= len(frozen) else frozen
     if len(found) < 2:
         return found
-    kinds = {(str(val(lin.weight).dtype), str(val(lin.weight).device), lin.k) for lin in found}
+    kinds = {(str(val(lin.weight).dtype), str(val(lin.weight).device), lin.k, str(lin.cast)) for lin in found}
     if len(kinds) > 1:
-        ctx.near_miss(found[0].mm, f"found on one input have weights of different dtype/device/K {sorted(kinds)}; not packed")
+        ctx.near_miss(found[0].mm, f"found on one input have weights of different dtype/device/K/per-call cast "
+                                   f"{sorted(kinds)}; not packed")
         return []
     row_bytes = found[0].k * val(found[0].weight).element_size()
     if found[0].constant is None and any((lin.width * row_bytes) % _ALIGN for lin in found[:-1]):
@@ -187,19 +193,35 @@ def _one_packed_buffer(weights: list[torch.Tensor]) -> bool:
 
 def _biases_in_time(found: list[linears.Linear], ctx) -> list[linears.Linear]:
     """``found`` (in graph order) less the linears whose bias the graph computes after the first GEMM: the packed
-    GEMM and the biases added to its slices take that GEMM's place, where such a bias does not exist yet."""
-    if all(lin.bias is None or lin.bias.op in ("placeholder", "get_attr") for lin in found):
+    GEMM and the biases added to its slices take that GEMM's place, where such a bias does not exist yet. A cast
+    of a placeholder (autocast's, of an fp32 bias) is in time: the rewrite moves it up (``_bias_casts_first``)."""
+    if all(lin.bias is None or lin.bias.op in ("placeholder", "get_attr") or _placeholder_cast(lin.bias)
+           for lin in found):
         return found
     defined = set()
     for node in found[0].mm.graph.nodes:
         if node is found[0].mm:
             break
         defined.add(node)
-    late = [lin for lin in found[1:] if lin.bias is not None and lin.bias not in defined]
+    late = [lin for lin in found[1:]
+            if lin.bias is not None and lin.bias not in defined and not _placeholder_cast(lin.bias)]
     for lin in late:
         ctx.near_miss(lin.mm, f"its bias ({lin.bias.name}) is computed after the first linear on this input, where "
                               "the packed GEMM would run; not packed")
     return [lin for lin in found if lin not in late]
+
+
+def _placeholder_cast(node: fx.Node) -> bool:
+    cast = graph_utils.dtype_cast(node)
+    return cast is not None and cast[0].op == "placeholder"
+
+
+def _bias_casts_first(group: list[linears.Linear]) -> None:
+    """Move the biases that are casts of placeholders (they need nothing else) before the group's first GEMM,
+    where the packed GEMM and the slices' bias adds go."""
+    for lin in group[1:]:
+        if lin.bias is not None and _placeholder_cast(lin.bias) and not graph_utils.precedes(lin.bias, group[0].mm):
+            group[0].mm.prepend(lin.bias)
 
 
 def _exact_biases(found: list[linears.Linear], ctx) -> list[linears.Linear]:
@@ -209,7 +231,7 @@ def _exact_biases(found: list[linears.Linear], ctx) -> list[linears.Linear]:
     (``packed_linear_bias``; frozen: a stacked constant bias). With some biased and some not, the biases are added
     to the packed product's column slices after it: exact in fp32 / fp64, a second rounding in bf16 / fp16 (up to
     one ulp of the output), so there the biased ones stay unpacked."""
-    dtype = val(found[0].weight).dtype
+    dtype = found[0].dtype
     if _bias_mode(found) != "slices" or dtype in _BIAS_AFTER_EXACT:
         return found
     for lin in found:
@@ -232,8 +254,26 @@ def _bias_mode(group: list[linears.Linear]) -> str:
         return "slices"
     if group[0].constant is not None:
         return "packed" if all(linears.constant_of(lin.bias) is not None for lin in group) else "slices"
-    size = val(group[0].bias).element_size()
+    biases = _packed_biases(group)
+    if biases is None:
+        return "slices"
+    size = val(biases[0]).element_size()
     return "slices" if any((lin.width * size) % _ALIGN for lin in group[:-1]) else "packed"
+
+
+def _packed_biases(group: list[linears.Linear]) -> list[fx.Node] | None:
+    """The bias inputs ``packed_linear_bias`` stacks: each linear's bias; with a per-call cast (autocast), the
+    uncast placeholders b_i of the weights' dtype that the graph casts (the op casts them, stacked), or None
+    when a bias is not such a cast."""
+    if group[0].cast is None:
+        return [lin.bias for lin in group]
+    sources = []
+    for lin in group:
+        cast = graph_utils.dtype_cast(lin.bias)
+        if cast is None or cast[0].op != "placeholder" or val(cast[0]).dtype != val(lin.weight).dtype:
+            return None
+        sources.append(cast[0])
+    return sources
 
 
 # --------------------------------------------------------------------------------------------- rewrite
@@ -244,7 +284,9 @@ def _rewrite(graph: fx.Graph, group: list[linears.Linear], ctx) -> None:
     first = group[0]
     x2 = first.x2  # defined before the first GEMM, and every GEMM of the group reads the same values
     fake = linears.FakeEval(val(x2))
-    biases = [lin.bias for lin in group] if _bias_mode(group) == "packed" else None  # else: added to the slices
+    biases = _packed_biases(group) if _bias_mode(group) == "packed" else None  # else: added to the slices
+    if biases is None:
+        _bias_casts_first(group)
     with graph.inserting_before(first.mm):
         if first.constant is not None:
             packed = _frozen_gemm(graph, x2, group, fake, biases)
@@ -278,6 +320,8 @@ def _rewrite(graph: fx.Graph, group: list[linears.Linear], ctx) -> None:
             "weights_packed": "at compile time (frozen constants)" if first.constant is not None else "at run time, once",
             "bias": [lin.bias is not None for lin in group],
             "weights": [lin.weight.name for lin in group],
+            **({"cast_per_call": f"{val(first.weight).dtype} -> {first.cast}, once on the packed weights"}
+               if first.cast else {}),
         },
         saved_bytes=(len(group) - 1) * graph_utils.tensor_bytes(x2),  # the input is read once, not N times
     )

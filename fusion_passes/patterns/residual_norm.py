@@ -50,7 +50,7 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from .. import graph_utils
 from . import env_policy
-from ..graph_utils import dtype_of, is_op, same_shape, sole_user, val
+from ..graph_utils import dtype_cast, dtype_of, is_op, same_shape, sole_user, val
 from ..kernels import norms
 
 POLICY_ENV = "FUSION_PASSES_RESIDUAL_NORM"
@@ -87,7 +87,6 @@ DESCRIPTION = "residual add + RMSNorm/LayerNorm -> one Triton kernel writing the
 DEPENDS = (norms,)
 
 aten = torch.ops.aten
-prims = torch.ops.prims
 
 _FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 # Views that cost nothing: looking through them to the op that really produced a tensor.
@@ -203,17 +202,6 @@ def _other_operand(mul: fx.Node, one: fx.Node):
     return None
 
 
-def _cast(node) -> tuple[fx.Node, torch.dtype] | None:
-    """(source, dtype) when ``node`` is a dtype cast, else None."""
-    if not isinstance(node, fx.Node):
-        return None
-    if is_op(node, prims.convert_element_type) and isinstance(node.args[0], fx.Node):
-        return node.args[0], node.args[1]
-    if is_op(node, aten._to_copy) and isinstance(node.args[0], fx.Node) and set(node.kwargs) <= {"dtype"}:
-        return node.args[0], node.kwargs.get("dtype", val(node.args[0]).dtype)
-    return None
-
-
 def _last_dim_only(dims, ndim: int) -> bool:
     dims = [dims] if isinstance(dims, int) else list(dims or [])
     return len(dims) == 1 and isinstance(dims[0], int) and dims[0] % ndim == ndim - 1
@@ -233,7 +221,7 @@ def _eps_of(add: fx.Node, var: fx.Node, what: str) -> tuple[float, fx.Node | Non
         return float(eps), None, []
     v = val(eps)
     if isinstance(eps, fx.Node) and isinstance(v, torch.Tensor) and v.dim() == 0 and v.is_floating_point():
-        cast = _cast(eps)
+        cast = dtype_cast(eps)
         if cast is not None and len(eps.users) == 1 and dtype_of(eps) == torch.float32 and val(cast[0]).dim() == 0:
             return 0.0, cast[0], [eps]
         return 0.0, eps, []
@@ -244,7 +232,7 @@ def _upcast_source(xf: fx.Node, chain_users: set[fx.Node]) -> tuple[fx.Node, lis
     """The tensor a norm normalises: ``xf`` itself (fp32 input) or the source of its fp32 upcast."""
     if dtype_of(xf) != torch.float32:
         raise _NoMatch(f"the norm is computed in {dtype_of(xf)} without an fp32 upcast; the kernel computes in fp32")
-    cast = _cast(xf)
+    cast = dtype_cast(xf)
     if cast is None or dtype_of(cast[0]) not in _FLOATS:
         return xf, []
     extra = set(xf.users) - chain_users
@@ -371,7 +359,7 @@ def _gemma_weight(w1: fx.Node, n) -> tuple[fx.Node, float, list[fx.Node]] | None
     wf, offset = (a, b) if _number(b) else (b, a)
     if not _number(offset) or not _is_vector(wf, n) or dtype_of(wf) != torch.float32:
         return None
-    cast = _cast(wf)
+    cast = dtype_cast(wf)
     if cast is not None and len(wf.users) == 1 and _is_vector(cast[0], n):
         return cast[0], float(offset), [wf, w1]
     return wf, float(offset), [w1]
@@ -391,7 +379,7 @@ def _match_weight_tail(norm: _Norm, allow_bias: bool) -> None:
         norm.y = node
 
     nxt = sole_user(norm.y)
-    cast = _cast(nxt)
+    cast = dtype_cast(nxt)
     if cast is not None and cast[1] == t and t != torch.float32:
         # Llama: weight * n.to(T). The product is rounded to its dtype: nothing after it can be absorbed.
         advance(nxt)
@@ -421,7 +409,7 @@ def _match_weight_tail(norm: _Norm, allow_bias: bool) -> None:
             norm.bias = b
             advance(nxt)
             nxt = sole_user(norm.y)
-    cast = _cast(nxt)
+    cast = dtype_cast(nxt)
     if cast is not None and dtype_of(norm.y) == torch.float32 and cast[1] in _FLOATS:
         advance(nxt)
     if not norm.form:
@@ -592,7 +580,7 @@ def _feeds_norm(add: fx.Node) -> bool:
     if not is_op(add, aten.add):
         return False
     for u in add.users:
-        cast = _cast(u)
+        cast = dtype_cast(u)
         for v in list(u.users) if cast is not None else [u]:
             if is_op(v, aten.var_mean, aten.native_layer_norm, aten.layer_norm):
                 return True

@@ -1514,6 +1514,40 @@ def test_sdpa_prefill_mask_kept_unless_proven(mask_kind, dynamic):
     assert stage.ops_before["aten.where"] == stage.ops_after["aten.where"] == 1
 
 
+def sdpa_gqa_under_autocast(q, k, v, mask):
+    """HF's sdpa attention in an fp32 model under bf16 autocast: q and k leave RoPE in fp32, so autocast casts
+    SDPA's operands, after repeat_kv's copies."""
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        return sdpa_gqa(q, k, v, mask)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("q_len", [20, 1])
+def test_sdpa_under_autocast_takes_kv_from_before_the_repeat_and_its_cast(decode_everywhere, dynamic, q_len):
+    """cast(repeat_kv(k)) is repeat_kv(cast(k)): the rewrite casts the un-repeated K/V (n_rep times less to cast)
+    and drops the copies, into SDPA (enable_gqa) over a prompt or the decode kernel at q_len 1."""
+    q, k, v = qkv(q_len=q_len, k_len=20)
+    mask = padding_mask(q_len=q_len, k_len=20) == 0  # bool: True where a key may be attended
+    if dynamic:  # the sequence lengths, as a model compiled for every prompt length sees them (heads stay static)
+        for t, dim in ((k, 2), (v, 2), (mask, 3), *(((q, 2), (mask, 2)) if q_len > 1 else ())):
+            torch._dynamo.mark_dynamic(t, dim)
+    with torch.no_grad():
+        ref = sdpa_gqa_under_autocast(q, k, v, mask)
+        out, recs = compile_with_records(sdpa_gqa_under_autocast, q, k, v, mask, patterns=PATTERN)
+    assert not [e for r in recs for e in r.errors]
+    assert out.dtype == ref.dtype == torch.bfloat16
+    torch.testing.assert_close(out, ref, atol=TOL[torch.bfloat16][0], rtol=TOL[torch.bfloat16][1])
+    (m,) = matches(recs)
+    assert m.detail["gqa"] == "enable_gqa (x2)"
+    decode = q_len == 1
+    assert m.detail["kernel"].startswith("fusion_passes.decode_attention" if decode else "sdpa")
+    stage = joint_stage(recs)
+    assert stage.ops_before["aten.clone"] == 2 and "aten.clone" not in stage.ops_after
+    casts = [line for line in stage.code_after.splitlines() if "convert_element_type.default(" in line]
+    assert len(casts) == 3 and stage.ops_before["prims.convert_element_type"] == 3  # q, k, v: before and after
+    assert all("convert_element_type.default(arg" in c for c in casts), casts  # of the inputs q, k, v themselves
+
+
 @pytest.mark.parametrize("fill, dropped", [(-65504.0, True), (-1000.0, False)])
 def test_sdpa_prefill_bool_mask_made_additive_for_cudnn(fill, dropped):
     """For cuDNN, SDPA turns a bool mask into where(mask, 0, -65504) (no -inf there): the proof runs on the bool

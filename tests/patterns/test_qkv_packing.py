@@ -549,6 +549,128 @@ def test_recompile_after_packing_packs_the_packed_weights_again():
     assert kernel.STATS["repacked"] == 2 and kernel.STATS["packed"] == 4
 
 
+# --------------------------------------------------------------------------------------------- autocast
+
+
+class Autocast(nn.Module):
+    """``model`` called under ``torch.autocast`` (its fp32 parameters cast to ``dtype`` on every call)."""
+
+    def __init__(self, model, dtype=torch.bfloat16):
+        super().__init__()
+        self.model, self.dtype = model, dtype
+
+    def forward(self, *args):
+        with torch.autocast("cpu", dtype=self.dtype):
+            return self.model(*args)
+
+
+def _casts(ops: dict) -> int:
+    return ops.get("prims.convert_element_type", 0) + ops.get("aten._to_copy", 0)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("bias", [(False, False, False), (True, True, True), (True, False, False)])
+def test_autocast_packs_fp32_weights_and_casts_them_once(dtype, bias):
+    """Autocast casts x and each fp32 W (and b) per linear: 3 x 2 (3) casts and 3 GEMMs become one cast of x,
+    one packed op (casting the packed weights once inside) and the GEMMs; bit for bit as eager under autocast.
+    A biased linear next to unbiased ones stays unpacked, as in bf16 without autocast."""
+    torch.manual_seed(0)
+    model = Autocast(Projections((64, 32, 32), bias).eval(), dtype)
+    x = torch.randn(2, 5, 64)
+    with torch.no_grad():
+        ref = model(x)
+        out, recs = compile_with_records(model, x, patterns=PATTERN)
+    for a, b in zip(out, ref):
+        assert a.dtype == b.dtype == dtype
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+    (m,) = matches(recs)
+    mixed = any(bias) and not all(bias)
+    assert m.detail["linears"] == (2 if mixed else 3)
+    assert m.detail["cast_per_call"] == f"torch.float32 -> {dtype}, once on the packed weights"
+    stage = post_grad(recs[0])
+    assert _casts(stage.ops_before) == 3 * 2 + sum(bias)
+    assert _casts(stage.ops_after) == (1 + 3 if mixed else 1)  # x once; the unpacked one's x, W, b
+    op = "fusion_passes.packed_linear_bias" if all(bias) else "fusion_passes.packed_linear"
+    assert stage.ops_after[op] == 1
+    assert stage.ops_after.get("aten.mm", 0) == 0 and stage.ops_after.get("aten.addmm", 0) == int(mixed)
+    assert kernel.STATS["repacked"] == 1 and kernel.STATS["packed"] == 1
+    assert all(p.dtype == torch.float32 for p in model.parameters())  # packed as they are, cast per call
+
+
+def test_autocast_zoo_llama_packs_qkv_and_gate_up_and_sees_weight_updates():
+    """Against stock Inductor under autocast (eager rounds its fp32 elementwise ops differently): bit for bit."""
+    model, args = zoo.build("llama", seq=8)
+    layers = model.config.num_hidden_layers
+    torch._dynamo.reset()
+    stock = torch.compile(Autocast(model), backend=fusion_passes.backend(patterns=[]))
+    with torch.no_grad():
+        expected = [stock(*args)]
+        for p in model.parameters():
+            p.mul_(0.5)
+        expected.append(stock(*args))
+        for p in model.parameters():
+            p.mul_(2)
+    fn = compiled(Autocast(model))
+    with torch.no_grad(), fusion_passes.capture() as recs:
+        torch.testing.assert_close(fn(*args), expected[0], atol=0, rtol=0)
+        for p in model.parameters():
+            p.mul_(0.5)  # in place: the packed fp32 buffer changes, and the next call casts it again
+        torch.testing.assert_close(fn(*args), expected[1], atol=0, rtol=0)
+    assert sorted(m.detail["widths"] for m in matches(recs)) == [[64, 32, 32]] * layers + [[128, 128]] * layers
+    assert kernel.STATS["repacked"] == 2 * layers and kernel.STATS["unpacked"] == 0
+
+
+class CastLinears(nn.Module):
+    """Two linears on one x, each casting x and its weight to the given dtypes (autocast writes these casts)."""
+
+    def __init__(self, x_dtypes, w_dtypes=(torch.float32, torch.float32), w_casts=(True, True)):
+        super().__init__()
+        self.x_dtypes, self.w_casts = x_dtypes, w_casts
+        self.ws = nn.ParameterList(nn.Parameter(torch.randn(32, 64).to(d)) for d in w_dtypes)
+
+    def forward(self, x):
+        return [F.linear(x.to(xd), w.to(xd) if cast else w).float()
+                for xd, w, cast in zip(self.x_dtypes, self.ws, self.w_casts)]
+
+
+@pytest.mark.parametrize("x_dtypes, w_dtypes, w_casts, reason", [
+    # one x cast to two dtypes: different values, never one GEMM
+    ((torch.bfloat16, torch.float16), (torch.float32, torch.float32), (True, True), None),
+    # fp32 and fp16 weights both cast to bf16: the packed buffer would mix dtypes
+    ((torch.bfloat16, torch.bfloat16), (torch.float32, torch.float16), (True, True), "different dtype"),
+    # a weight cast per call next to one already in bf16
+    ((torch.bfloat16, torch.bfloat16), (torch.float32, torch.bfloat16), (True, False), "different dtype"),
+], ids=["x-cast-to-two-dtypes", "weights-of-two-dtypes", "cast-and-native"])
+def test_autocast_casts_that_differ_are_not_packed(x_dtypes, w_dtypes, w_casts, reason):
+    torch.manual_seed(0)
+    with torch.no_grad():
+        recs = _no_match(CastLinears(x_dtypes, w_dtypes, w_casts).eval(), torch.randn(2, 5, 64))
+    reasons = [n.reason for r in recs for n in r.near_misses]
+    assert (any(reason in r for r in reasons) if reason else reasons == []), reasons
+
+
+def test_autocast_weight_computed_before_its_cast_is_not_packed():
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q, self.k = nn.Linear(64, 32, bias=False), nn.Linear(64, 32, bias=False)
+
+        def forward(self, x):
+            return F.linear(x, self.q.weight * 2), self.k(x)  # q's W * 2 is computed, then cast
+
+    with torch.no_grad():
+        recs = _no_match(Autocast(Scaled().eval()), torch.randn(2, 5, 64))
+    assert any("computed in the graph (aten.mul, then cast to torch.bfloat16)" in n.reason for r in recs for n in r.near_misses)
+
+
+def test_autocast_with_autograd_is_not_packed_and_grads_match():
+    torch.manual_seed(0)
+    model = Autocast(Projections((64, 32, 32), (True, True, True)).train())
+    x = torch.randn(2, 3, 64)
+    recs = _no_match(model, x, grad=True)
+    assert any("autograd is on" in n.reason for r in recs for n in r.near_misses)
+
+
 # --------------------------------------------------------------------------------------------- the op itself
 
 
@@ -601,6 +723,28 @@ def test_bias_op_packs_weights_and_biases_once_then_runs_one_addmm():
     del alias
     assert torch.equal(torch.ops.fusion_passes.packed_linear_bias(x, ws, bs), expected())
     assert kernel.STATS["repacked"] == 2 and [b.storage_offset() for b in bs] == [0, 8]
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_op_casts_weights_to_the_input_dtype_packed_or_not(bias):
+    """fp32 weights (and biases) with a bf16 x: cast once on the packed rows, or one by one when the op falls
+    back to unpacked GEMMs (a weight shared with an alias); the same values both ways. Integer weights: an error."""
+    torch.manual_seed(0)
+    x = torch.randn(5, 16).bfloat16()
+    ws, bs = [torch.randn(16, 16), torch.randn(8, 16)], [torch.randn(16), torch.randn(8)]
+    op = torch.ops.fusion_passes.packed_linear_bias if bias else torch.ops.fusion_passes.packed_linear
+    call = (lambda: op(x, ws, bs)) if bias else (lambda: op(x, ws))
+    expected = torch.cat([torch.addmm(b.bfloat16(), x, w.bfloat16().t()) if bias else x @ w.bfloat16().t()
+                          for w, b in zip(ws, bs)], 1)
+    alias = ws[0].view(-1)
+    with pytest.warns(UserWarning, match="shares memory"):
+        out = call()
+    assert out.dtype == torch.bfloat16 and torch.equal(out, expected) and kernel.STATS["unpacked"] == 1
+    del alias
+    assert torch.equal(call(), expected) and kernel.STATS["repacked"] == 1
+    assert ws[0].dtype == torch.float32 and ws[1].storage_offset() == 16 * 16
+    with pytest.raises(ValueError, match="only float weights are cast"):
+        torch.ops.fusion_passes.packed_linear(x, [w.int() for w in ws])
 
 
 def test_op_takes_weights_back_to_back_in_separate_storages_as_unpacked_memory():
