@@ -29,8 +29,9 @@ on every call. How it gets one [sum N_i, K] matrix (and the biases one [sum N_i]
    tries again on later calls. The same happens during CUDA graph capture, where allocating and
    copying is not allowed.
 
-``unpack_parameters(module)`` gives packed parameters their own storage again (e.g. before
-``safetensors.torch.save_file``, which refuses tensors that share memory; ``save_pretrained`` copes).
+``unpack_parameters(module)`` gives packed parameters their own storage again (e.g. for a tool that refuses
+tensors sharing one storage; ``save_pretrained`` copes, and so does ``safetensors.torch.save_file`` 0.8, which
+saves the row blocks, disjoint, as they are).
 
 Both move weights to new addresses, which a CUDA graph captured before reads no more: ``weight_moves()`` counts
 the moves, and ``cuda_graph_step`` captures again when it changed (a graph captured by one compiled model, then

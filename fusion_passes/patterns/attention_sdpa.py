@@ -30,8 +30,9 @@ An SDPA call already in the graph over a prompt (HF's default ``sdpa`` attention
     # copies); elsewhere (CUDA's flash, fp32 on CUDA) the repeated K/V stay, and a call that gains nothing else
     # stays as it was, with a near miss saying why
 
-At decode (q_len <= 16, on CUDA) both forms go to our GQA decode kernel instead, and so does an SDPA call that is
-already in the graph, whose K/V are then taken from before ``repeat_kv``:
+At decode (q_len <= 16, on CUDA; fp32, fp16 or bf16, as the kernel computes in fp32) both forms go to our GQA decode
+kernel instead, and so does an SDPA call that is already in the graph, whose K/V are then taken from before
+``repeat_kv``:
 
     k, v = repeat_kv(k), repeat_kv(v)                            # a copy of the whole cache, every step
     out  = scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=c, scale=s)
@@ -684,8 +685,10 @@ def _check(attn: _Attention) -> None:
     for term in attn.mask:
         t = val(term.tensor)
         if term.kind == "add" and t.dtype != q.dtype:
-            raise _Miss(term.tensor, f"the additive mask is {t.dtype} but the query is {q.dtype}: build the mask in "
-                                     "the model dtype")
+            raise _Miss(term.tensor, f"the additive mask is {t.dtype} but the query is {q.dtype} (as under "
+                                     "torch.autocast, which casts q but not the model's mask): not rewritten, as "
+                                     "SDPA's fused kernels may add it in q's dtype, where bf16 rounds "
+                                     "finfo(float32).min to -inf; a mask built in q's dtype is rewritten")
         if term.kind != "add" and t.dtype != torch.bool:
             raise _Miss(term.tensor, f"the where/masked_fill condition is {t.dtype}, not bool")
         if t.device != q.device:
@@ -699,11 +702,15 @@ def _check(attn: _Attention) -> None:
 # K/V repeated to all heads, a copy of the whole cache every step. So static query lengths up to this bound
 # get our decode kernel instead (GQA in-kernel, the cache read once per KV head).
 DECODE_MAX_QUERY = decode_kernel.MAX_QUERY
+# The decode kernel computes the scores, the softmax and P @ V in fp32: fp64 attention keeps fp64 (SDPA computes
+# it in fp64; the kernel was 2.6e-7 off fp64 eager, an fp32 rounding, found by session 42's tenth audit).
+_DECODE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def _decode_sized(q: torch.Tensor) -> bool:
+    """Whether attention over the (fake) query q [B, H, Sq, D] (or [N, Sq, D]) goes to the decode kernel."""
     sq = q.shape[-2]
-    if not isinstance(sq, int) or sq > DECODE_MAX_QUERY or q.dim() not in (3, 4):
+    if not isinstance(sq, int) or sq > DECODE_MAX_QUERY or q.dim() not in (3, 4) or q.dtype not in _DECODE_DTYPES:
         return False
     return q.device.type == "cuda" or decode_policy() == "always"
 

@@ -28,12 +28,12 @@ Fires only when: every packed GEMM reads the same tensor (the same node, or resh
 casts of that node to one dtype); the weights are distinct graph inputs (placeholders, or ``get_attr`` constants
 under freezing), 2-D, of one dtype and device, all cast per call to the input's dtype or none, not mutated in the
 graph, with static sizes, each its own memory (not a view into a larger tensor, unless all are the row blocks of one
-buffer, in graph order); biases are 1-D [N_i], and in bf16 / fp16 either on every linear or on none packed (a bias
-added after the packed GEMM's rounding rounds twice, where addmm rounds once: the biased ones then stay unpacked,
-with a near miss); addmm has alpha = beta = 1; autograd is off (with gradients on, the op has no backward, so it
-does not fire); on CUDA the row count is not a static 1 (a one-sequence decode step, where cuBLAS's separate GEMVs
-measured faster and decode_gemv takes what it can; ``FUSION_PASSES_QKV_PACKING_DECODE`` changes that, see
-``DECODE_MAX_ROWS``).
+buffer, in graph order); biases are 1-D [N_i], and in bf16 / fp16 either on every linear (stored in the weights'
+dtype, cast per call or not) or on none packed (a bias added after the packed GEMM's rounding rounds twice, where
+addmm rounds once: the biased ones then stay unpacked, with a near miss); addmm has alpha = beta = 1; autograd is
+off (with gradients on, the op has no backward, so it does not fire); on CUDA the row count is not a static 1 (a
+one-sequence decode step, where cuBLAS's separate GEMVs measured faster and decode_gemv takes what it can;
+``FUSION_PASSES_QKV_PACKING_DECODE`` changes that, see ``DECODE_MAX_ROWS``).
 """
 
 from __future__ import annotations
@@ -234,11 +234,15 @@ def _exact_biases(found: list[linears.Linear], ctx) -> list[linears.Linear]:
     dtype = found[0].dtype
     if _bias_mode(found) != "slices" or dtype in _BIAS_AFTER_EXACT:
         return found
+    if all(lin.bias is not None for lin in found) and found[0].constant is None and _packed_biases(found) is None:
+        why = (f"the biases are stored in another dtype than the weights' {val(found[0].weight).dtype}, and one "
+               "packed buffer holds one dtype")
+    else:
+        why = f"packed as one addmm only with a bias on every linear, each bias block a multiple of {_ALIGN} bytes"
     for lin in found:
         if lin.bias is not None:
             ctx.near_miss(lin.mm, f"biased linear not packed in {dtype}: its bias would be added after the packed "
-                                  "GEMM rounds (addmm adds it before; packed as one addmm only with a bias on every "
-                                  f"linear, each bias block a multiple of {_ALIGN} bytes)")
+                                  f"GEMM rounds (addmm adds it before; {why})")
     return [lin for lin in found if lin.bias is None]
 
 
@@ -262,17 +266,24 @@ def _bias_mode(group: list[linears.Linear]) -> str:
 
 
 def _packed_biases(group: list[linears.Linear]) -> list[fx.Node] | None:
-    """The bias inputs ``packed_linear_bias`` stacks: each linear's bias; with a per-call cast (autocast), the
-    uncast placeholders b_i of the weights' dtype that the graph casts (the op casts them, stacked), or None
-    when a bias is not such a cast."""
-    if group[0].cast is None:
-        return [lin.bias for lin in group]
+    """The bias inputs b_i [N_i] ``packed_linear_bias`` stacks (and casts to x's dtype per call), all of the weights'
+    dtype: each linear's bias, or for a per-call cast of a placeholder (autocast's), the uncast placeholder. None
+    when a bias is of another dtype: the op stacks weights and biases only when they share one dtype (it runs
+    unpacked otherwise), and the graph's own cast of such a bias (autocast over bf16 weights and fp32 biases) comes
+    after the group's first GEMM, where the packed op goes (session 42's tenth audit: the op read it before it was
+    defined, so the family raised and the graph fell back)."""
     sources = []
     for lin in group:
         cast = graph_utils.dtype_cast(lin.bias)
-        if cast is None or cast[0].op != "placeholder" or val(cast[0]).dtype != val(lin.weight).dtype:
+        if cast is not None and cast[0].op == "placeholder":
+            bias = cast[0]
+        elif lin.cast is None:
+            bias = lin.bias  # as the GEMM adds it: in the weights' dtype (as_linear checks that)
+        else:
+            return None  # a weight cast per call and a bias that is not: x's dtype, not the weights'
+        if val(bias).dtype != val(lin.weight).dtype:
             return None
-        sources.append(cast[0])
+        sources.append(bias)
     return sources
 
 

@@ -1039,6 +1039,27 @@ def test_decode_kernel_zoo_llama_static_cache(decode_everywhere, dtype):
     torch.testing.assert_close(out, ref, atol=tol, rtol=tol)
 
 
+@pytest.mark.parametrize("form", ["eager", "sdpa"])
+def test_decode_sized_fp64_attention_keeps_fp64(decode_everywhere, form):
+    """The decode kernel computes in fp32: fp64 attention at decode size went through it 2.6e-7 off fp64 eager (an
+    fp32 rounding, session 42's tenth audit). fp64 now gets SDPA, which computes in fp64, over the un-repeated K/V."""
+    def attention(q, k, v, mask):
+        if form == "sdpa":
+            return sdpa_gqa(q, k, v, mask)
+        w = torch.matmul(q, repeat_kv(k, 2).transpose(2, 3)) * 0.25 + mask  # softmax in fp64, the scores' dtype
+        return torch.matmul(F.softmax(w, dim=-1), repeat_kv(v, 2))
+
+    q, k, v = qkv(q_len=1, k_len=12, dtype=torch.float64)
+    mask = padding_mask(q_len=1, k_len=12, dtype=torch.float64)
+    with torch.no_grad():
+        ref = attention(q, k, v, mask)
+        out, recs = compile_with_records(attention, q, k, v, mask, patterns=PATTERN)
+    (m,) = matches(recs)
+    assert m.detail["kernel"] == "sdpa" and m.detail["gqa"] == "enable_gqa (x2)", m.detail
+    assert out.dtype == torch.float64
+    torch.testing.assert_close(out, ref, atol=1e-12, rtol=1e-12)
+
+
 @pytest.mark.parametrize("kind", ["sdpa bool", "sdpa -inf", "eager -inf"])
 def test_decode_kernel_rows_that_allow_no_key_match_what_was_replaced(decode_everywhere, kind):
     """A left-padded short prompt (q_len 5 <= 16: the decode kernel): its first rows allow no key. An SDPA call

@@ -660,7 +660,26 @@ def test_autocast_weight_computed_before_its_cast_is_not_packed():
 
     with torch.no_grad():
         recs = _no_match(Autocast(Scaled().eval()), torch.randn(2, 5, 64))
-    assert any("computed in the graph (aten.mul, then cast to torch.bfloat16)" in n.reason for r in recs for n in r.near_misses)
+    reasons = [n.reason for r in recs for n in r.near_misses]
+    assert any("computed in the graph (aten.mul, then cast to torch.bfloat16)" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize("bias_dtypes", [(torch.float32,) * 3, (torch.bfloat16, torch.float32, torch.bfloat16)],
+                         ids=["all-fp32", "one-fp32"])
+def test_autocast_biases_stored_in_another_dtype_than_the_weights_stay_unpacked(bias_dtypes):
+    """bf16 weights with fp32 biases under bf16 autocast: autocast casts the fp32 biases (each just before its own
+    linear) and leaves the weights. One packed buffer holds one dtype, so the biased linears stay unpacked, with a
+    near miss that says why. Before, the packed op read the later biases' casts before the graph defined them: the
+    family raised (and without FUSION_PASSES_RAISE the graph fell back with a warning)."""
+    torch.manual_seed(0)
+    model = Autocast(Projections((64, 32, 32), (True, True, True)).eval())
+    for lin, dtype in zip(model.model.projs, bias_dtypes):
+        lin.weight.data, lin.bias.data = lin.weight.data.bfloat16(), lin.bias.data.to(dtype)
+    with torch.no_grad():
+        recs = _no_match(model, torch.randn(2, 5, 64))
+    assert not [e for r in recs for e in r.errors]
+    reasons = [n.reason for r in recs for n in r.near_misses]
+    assert sum("stored in another dtype than the weights' torch.bfloat16" in r for r in reasons) == 3, reasons
 
 
 def test_autocast_with_autograd_is_not_packed_and_grads_match():
