@@ -8,9 +8,9 @@
     y   = mm(reshape(cast(x, bf16), [M, K]), permute(cast(W, bf16), [1, 0]))
 
 ``gemms_by_input`` groups the GEMMs by the values they read (two casts of ``x`` to one dtype hold the same
-values), ``as_linear`` says whether one is a linear on a
-weight (or why not), ``unpad_rows`` undoes Inductor's row padding of a GEMM where a family needs the plain
-linear, and ``replace_output`` / ``FakeEval`` help a family swap in its op.
+values), ``as_linear`` says whether one is a linear on a weight (or why not), ``unpad_rows`` undoes Inductor's row
+padding of a GEMM where a family needs the plain linear, and ``replace_output`` / ``FakeEval`` help a family swap
+in its op.
 """
 
 from __future__ import annotations
