@@ -159,7 +159,7 @@ FORWARD = {
     "falcon_alibi": ({"attention_sdpa", "residual_norm"}, set()),  # ALiBi bias in the mask
     "gpt_neox": ({"attention_sdpa", "residual_norm"}, set()),  # fused qkv, parallel residual, partial rotary
     "gptj": ({"attention_sdpa", "qkv_packing", "residual_norm"}, set()),  # interleaved rotary, parallel residual
-    "bloom": ({"residual_norm"}, set()),  # ALiBi through baddbmm
+    "bloom": ({"attention_sdpa", "residual_norm"}, set()),  # ALiBi through baddbmm, K transposed after flattening
     "cohere": ({"attention_sdpa", "qkv_packing"}, set()),  # LayerNorm without bias, written out by hand
     "olmo2": ({"attention_sdpa", "qkv_packing", "residual_norm"}, set()),  # norms after attention / MLP
     "granite": ({"attention_sdpa", "qkv_packing", "residual_norm"}, set()),  # residual / attention multipliers

@@ -8,6 +8,9 @@ Unfused (what the ATen graph holds; q [B, H, Sq, D], k/v [B, Hkv, Sk, D], mask b
     scores = scores + mask   (either order; or where(cond, scores, -inf|finfo.min), or masked_fill)
     p      = softmax(scores.float(), dim=-1).to(q.dtype)           # amax/sub/exp/sum/div in the graph
     out    = bmm(p.view(B*H, Sq, Sk), v.view(B*H, Sk, D)).view(B, H, Sq, D)
+    # Bloom's ALiBi: the bias and the scale in one baddbmm, K transposed after it was flattened
+    scores = baddbmm(alibi, q.view(B*H, Sq, D), k.view(B*H, Sk, D).mT, beta=1, alpha=s).view(B, H, Sq, Sk)
+    #        = bmm(q, k.mT) * s + alibi.view(B, H, 1|Sq, Sk): the scale, then an additive mask term
 
 Fused:
 
@@ -200,6 +203,7 @@ class _Attention:
     softcap: float = 0.0  # the constant scaling after the tanh
     prefetch: str = ""  # the weight the decode kernel requests into L2 (the o-proj's), if any
     nan_rows: bool = False  # a kept mask may block a whole row with -inf: those rows are NaN, as eager's softmax
+    made: list[fx.Node] = field(default_factory=list)  # nodes the match inserted: erased if the rewrite does not fire
 
 
 # --------------------------------------------------------------------------------------------- small helpers
@@ -372,6 +376,22 @@ def _strip_transpose(kt: fx.Node, prep: list) -> fx.Node | None:
     return None
 
 
+def _flattened_then_transposed(kt: fx.Node, batch: tuple, prep: list) -> fx.Node | None:
+    """k [*batch, Sk, D] when the bmm operand ``kt`` [N, D, Sk] transposes k flattened to [N, Sk, D] (Bloom's
+    ``key.reshape(B * H, Sk, D).transpose(1, 2)``, the same values as flattening k^T), else None."""
+    if len(batch) < 2 or len(shape_of(kt)) != 3:
+        return None
+    seen: list = []
+    inner = _strip_transpose(kt, seen)
+    if inner is None or not is_op(_skip_identity(inner, []), *_FLATTEN):
+        return None
+    k = _unflatten(inner, seen)
+    if not same_shape(shape_of(k)[:-2], batch):
+        return None
+    prep.extend(seen)
+    return k
+
+
 def _repeat_kv_source(node: fx.Node, prep: list) -> tuple[fx.Node, int] | None:
     """(kv [B, Hkv, S, D], n_rep) when ``node`` [B, Hkv*n_rep, S, D] is HF's repeat_kv of kv:
     ``kv[:, :, None].expand(B, Hkv, n_rep, S, D).reshape(B, Hkv*n_rep, S, D)``, or a dtype cast of that (autocast
@@ -414,11 +434,21 @@ def _repeat_kv_pair(k: fx.Node, v: fx.Node) -> tuple[fx.Node, fx.Node, int, list
 
 
 def _match(bmm1: fx.Node, grad_enabled: bool) -> _Attention:
-    """Match the attention starting at the scores ``bmm1``; raises ``_Miss`` when it is not one we can rewrite."""
+    """Match the attention starting at the scores ``bmm1`` (a bmm, or Bloom's ALiBi ``baddbmm``); raises ``_Miss``
+    when it is not one we can rewrite."""
+    made: list[fx.Node] = []  # nodes the match inserted (a baddbmm bias viewed to the batch dims)
+    try:
+        return _match_scores(bmm1, grad_enabled, made)
+    except _Miss:
+        erase_dead(bmm1.graph, made)
+        raise
+
+
+def _match_scores(bmm1: fx.Node, grad_enabled: bool, made: list[fx.Node]) -> _Attention:
     chain: list[fx.Node] = [bmm1]
     prep: list[fx.Node] = []
     try:
-        q = _unflatten(bmm1.args[0], prep, report=False)
+        q = _unflatten(_scores_operands(bmm1)[0], prep, report=False)
     except _Miss as miss:  # reported only where a softmax and a bmm with V follow: attention the matcher cannot read
         miss.reason, miss.report = miss.reason + _EINSUM_HINT, _attention_ahead(bmm1)
         raise
@@ -434,7 +464,9 @@ def _match(bmm1: fx.Node, grad_enabled: bool) -> _Attention:
         chain.append(user)
         node = user
 
-    attn = _Attention(q=q, k=q, v=q, output=bmm1, chain=chain)
+    attn = _Attention(q=q, k=q, v=q, output=bmm1, chain=chain, made=made)
+    if is_op(bmm1, aten.baddbmm):
+        _baddbmm_terms(bmm1, node, attn)
     softmax = _walk_scores(node, attn, grad_enabled)
     attn.softmax = softmax.output
     scores_ndim = len(shape_of(softmax.input))
@@ -451,6 +483,38 @@ def _match(bmm1: fx.Node, grad_enabled: bool) -> _Attention:
     _check(attn)
     attn.chain.extend(prep)  # erased once dead; kept where something else still uses them
     return attn
+
+
+def _scores_operands(bmm1: fx.Node) -> tuple[fx.Node, fx.Node]:
+    """(q, k^T) as ``bmm1`` multiplies them: bmm(q, kt), or baddbmm(bias, q, kt)."""
+    return tuple(bmm1.args[1:3]) if is_op(bmm1, aten.baddbmm) else tuple(bmm1.args[:2])
+
+
+def _baddbmm_terms(bmm1: fx.Node, scores: fx.Node, attn: _Attention) -> None:
+    """Bloom's ALiBi scores ``baddbmm(bias, q, kt, beta=1, alpha=a)`` [N, Sq, Sk] are ``bmm(q, kt) * a + bias``: the
+    scale a, then the additive term bias (broadcastable to [N, Sq, Sk]), viewed to the scores' batch dims where it
+    has N rows (``scores``: the scores in those dims). Inserts that view (into ``attn.made``)."""
+    beta, alpha = bmm1.kwargs.get("beta", 1), bmm1.kwargs.get("alpha", 1)
+    if beta != 1:
+        raise _Miss(bmm1, f"baddbmm with beta={beta}: its bias is scaled, which SDPA's mask is not")
+    if not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha == 0:
+        raise _Miss(bmm1, f"baddbmm with alpha={alpha}: not a finite, non-zero scale")
+    if alpha != 1:
+        _check_scale_direction(bmm1, float(alpha), attn)
+        attn.scale *= float(alpha)
+    bias = bmm1.args[0]
+    shape = shape_of(bias)
+    if not isinstance(bias, fx.Node) or not shape:
+        raise _Miss(bmm1, "baddbmm adds a number, not a tensor: not a mask")
+    if scores is not bmm1 and len(shape) == 3 and not known_equal(shape[0], 1):  # one row per (batch, head)
+        if not all(isinstance(d, int) for d in shape[1:-1]):
+            raise _Miss(bmm1, f"the baddbmm bias {_fmt(shape)} has symbolic inner dims")
+        batch_dims = list(scores.args[1])[:len(shape_of(scores)) - 2]  # what the scores' view-back reads
+        with bmm1.graph.inserting_before(bmm1):
+            bias = linears.FakeEval(val(bias)).call(bmm1.graph, aten.reshape.default, bias,
+                                                    [*batch_dims, *shape[1:-1], -1])
+        attn.made.append(bias)
+    attn.mask.append(_MaskTerm("add", bias))
 
 
 def _users_miss(node: fx.Node, what: str, grad_enabled: bool) -> _Miss:
@@ -645,13 +709,14 @@ def _walk_weights(node: fx.Node, attn: _Attention, grad_enabled: bool) -> fx.Nod
 
 def _match_operands(bmm1: fx.Node, bmm2: fx.Node, batch: tuple, attn: _Attention, prep: list) -> None:
     """Find q, k, v behind the bmm operands, GQA's repeat_kv, and the output view."""
-    kt = _unflatten(bmm1.args[1], prep)
+    kt = _unflatten(_scores_operands(bmm1)[1], prep)
     vv = _unflatten(bmm2.args[1], prep)
-    for name, t in (("key", kt), ("value", vv)):
+    k4 = _flattened_then_transposed(kt, batch, prep)
+    for name, t in (("key", k4 if k4 is not None else kt), ("value", vv)):
         if not same_shape(shape_of(t)[:-2], batch):
             raise _Miss(t, f"the {name} batch dims {_fmt(shape_of(t)[:-2])} differ from the query's {_fmt(batch)} "
                            "(a broadcasting matmul)")
-    k = _strip_transpose(kt, prep)
+    k = k4 if k4 is not None else _strip_transpose(kt, prep)
     attn.k, attn.k_is_transposed = (k, False) if k is not None else (kt, True)
     attn.v = vv
 
@@ -1246,15 +1311,18 @@ def apply(graph: fx.Graph, ctx) -> None:
     masks: dict = {}  # one shared, materialised mask per distinct decode mask (see _share_decode_mask)
     proofs: dict = {}  # what each constant mask was proven to be (see _constant_mask_kind)
     _rewrite_sdpa_calls(graph, ctx, masks, proofs)  # first: the SDPA calls the eager rewrites below insert are final
-    for bmm1 in [n for n in graph.nodes if is_op(n, aten.bmm)]:
+    for bmm1 in [n for n in graph.nodes if is_op(n, aten.bmm, aten.baddbmm)]:
         if getattr(bmm1, "_erased", False):
             continue  # erased by an earlier rewrite (it was that attention's bmm with V)
+        attn = None
         try:
             attn = _match(bmm1, ctx.grad_enabled)
             _decide_mask_and_gqa(attn, proofs)
             attn.nan_rows = _may_block_rows_with_inf(attn, proofs)
             _check_softcap(attn)
         except _Miss as miss:
+            if attn is not None:
+                erase_dead(graph, attn.made)
             if miss.shield is not None:
                 _shield_softmax(graph, miss.shield)
             if miss.report:
@@ -1265,6 +1333,7 @@ def apply(graph: fx.Graph, ctx) -> None:
         try:
             inserted = _insert_sdpa_or_repeated(graph, attn, masks, gain_without_gqa=True)
         except _Miss as miss:
+            erase_dead(graph, attn.made)
             ctx.near_miss(miss.node, miss.reason)
             continue
         erased = sorted(erase_dead(graph, attn.chain), key=order.__getitem__)

@@ -356,6 +356,70 @@ def test_three_d_bmm():
     assert "aten.any" not in joint_stage(recs).ops_after  # a fused kernel, not SDPA's math fallback
 
 
+def bloom_attention(q, k, v, alibi, mask, beta=1.0):
+    """HF Bloom's: q/k/v [B, H, S, D] flattened to [B*H, S, D], K transposed after that, and the ALiBi bias added
+    by ``alibi.baddbmm(q, k^T, beta=1, alpha=1/sqrt(D))``; then the mask, an fp32 softmax, and a plain bmm."""
+    b, h, sq, d = q.shape
+    sk = k.shape[2]
+    kt = k.reshape(b * h, sk, d).transpose(1, 2)
+    s = alibi.baddbmm(q.reshape(b * h, sq, d), kt, beta=beta, alpha=d ** -0.5).view(b, h, sq, sk)
+    p = F.softmax(s + mask, dim=-1, dtype=torch.float32).to(q.dtype)
+    return torch.bmm(p.view(b * h, sq, sk), v.reshape(b * h, sk, d)).view(b, h, sq, d)
+
+
+def _alibi(rows, q_len, k_len, dtype):
+    g = torch.Generator().manual_seed(1)
+    return (torch.randn(rows, q_len, k_len, generator=g) * 3).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("alibi_shape", ["per head", "per head and query", "shared"])
+@pytest.mark.parametrize("q_len", [20, 1])
+def test_bloom_baddbmm_alibi_attention(decode_everywhere, dtype, alibi_shape, q_len):
+    """The scale is baddbmm's alpha and the bias an additive mask term ([B*H, 1|Sq, Sk] viewed to [B, H, ...]);
+    baddbmm, the softmax and the bmm with V go, SDPA (or the decode kernel at q_len 1) comes."""
+    q, k, v = qkv(heads_kv=H, q_len=q_len, k_len=20, dtype=dtype)
+    rows, rq = {"per head": (B * H, 1), "per head and query": (B * H, q_len), "shared": (1, 1)}[alibi_shape]
+    alibi, mask = _alibi(rows, rq, 20, dtype), padding_mask(q_len=q_len, k_len=20, dtype=dtype)
+    with torch.no_grad():
+        ref = bloom_attention(q, k, v, alibi, mask)
+        out, recs = compile_with_records(bloom_attention, q, k, v, alibi, mask, patterns=PATTERN)
+    assert not [e for r in recs for e in r.errors]
+    (m,) = matches(recs)
+    assert m.detail["scale"] == D ** -0.5 and m.detail["mask"] == "add+add"
+    assert m.detail["kernel"].startswith("fusion_passes.decode_attention" if q_len == 1 else "sdpa")
+    atol, rtol = TOL[dtype]
+    torch.testing.assert_close(out, ref, atol=atol, rtol=rtol)
+    stage = joint_stage(recs)
+    assert stage.ops_before["aten.baddbmm"] == stage.ops_before["aten.bmm"] == stage.ops_before["aten.amax"] == 1
+    assert not {"aten.baddbmm", "aten.bmm", "aten.amax"} & set(stage.ops_after)
+    assert stage.ops_after.get("aten.reshape", 0) == (alibi_shape != "shared")  # the bias, viewed per (B, H)
+
+
+def test_bloom_baddbmm_dynamic_sequence():
+    q, k, v = qkv(heads_kv=H)
+    alibi, mask = _alibi(B * H, 1, S, torch.float32), padding_mask()
+    for t, dim in ((q, 2), (k, 2), (v, 2), (alibi, 2), (mask, 2), (mask, 3)):
+        torch._dynamo.mark_dynamic(t, dim)
+    with torch.no_grad():
+        ref = bloom_attention(q, k, v, alibi, mask)
+        out, recs = compile_with_records(bloom_attention, q, k, v, alibi, mask, patterns=PATTERN)
+    (m,) = matches(recs)
+    assert any(c.isalpha() for c in m.detail["q"])  # a symbolic sequence length
+    torch.testing.assert_close(out, ref, atol=TOL[torch.float32][0], rtol=TOL[torch.float32][1])
+
+
+def test_bloom_baddbmm_with_a_scaled_bias_is_not_rewritten():
+    """baddbmm(bias, q, kt, beta=0.5) scales the bias, which SDPA's mask would not; the inserted view of the bias
+    is taken out again."""
+    q, k, v = qkv(heads_kv=H)
+    alibi, mask = _alibi(B * H, 1, S, torch.float32), padding_mask()
+    with torch.no_grad():
+        _, recs = check_not_fired(lambda *a: bloom_attention(*a, beta=0.5), q, k, v, alibi, mask,
+                                  reason="baddbmm with beta=0.5", tol=1e-5)
+    assert "aten.reshape" not in joint_stage(recs).ops_after
+
+
 # --------------------------------------------------------------------------------------------- zoo models
 
 
