@@ -493,7 +493,8 @@ def _scores_operands(bmm1: fx.Node) -> tuple[fx.Node, fx.Node]:
 def _baddbmm_terms(bmm1: fx.Node, scores: fx.Node, attn: _Attention) -> None:
     """Bloom's ALiBi scores ``baddbmm(bias, q, kt, beta=1, alpha=a)`` [N, Sq, Sk] are ``bmm(q, kt) * a + bias``: the
     scale a, then the additive term bias (broadcastable to [N, Sq, Sk]), viewed to the scores' batch dims where it
-    has N rows (``scores``: the scores in those dims). Inserts that view (into ``attn.made``)."""
+    has N rows (``scores``: the scores in those dims, as the query has them). Inserts that view, and the query's
+    symbolic batch sizes it reads (into ``attn.made``)."""
     beta, alpha = bmm1.kwargs.get("beta", 1), bmm1.kwargs.get("alpha", 1)
     if beta != 1:
         raise _Miss(bmm1, f"baddbmm with beta={beta}: its bias is scaled, which SDPA's mask is not")
@@ -509,10 +510,16 @@ def _baddbmm_terms(bmm1: fx.Node, scores: fx.Node, attn: _Attention) -> None:
     if scores is not bmm1 and len(shape) == 3 and not known_equal(shape[0], 1):  # one row per (batch, head)
         if not all(isinstance(d, int) for d in shape[1:-1]):
             raise _Miss(bmm1, f"the baddbmm bias {_fmt(shape)} has symbolic inner dims")
-        batch_dims = list(scores.args[1])[:len(shape_of(scores)) - 2]  # what the scores' view-back reads
-        with bmm1.graph.inserting_before(bmm1):
-            bias = linears.FakeEval(val(bias)).call(bmm1.graph, aten.reshape.default, bias,
-                                                    [*batch_dims, *shape[1:-1], -1])
+        graph, batch = bmm1.graph, shape_of(scores)[:-2]
+        with graph.inserting_before(bmm1):
+            sizes = []  # the query's batch sizes: ints, or size nodes of the query (defined before bmm1)
+            for i, d in enumerate(batch):
+                if not isinstance(d, int):
+                    d = graph.call_function(torch.ops.aten.sym_size.int, (attn.q, i))
+                    d.meta["val"] = batch[i]
+                    attn.made.append(d)
+                sizes.append(d)
+            bias = linears.FakeEval(val(bias)).call(graph, aten.reshape.default, bias, [*sizes, *shape[1:-1], -1])
         attn.made.append(bias)
     attn.mask.append(_MaskTerm("add", bias))
 

@@ -7,6 +7,7 @@ Shapes are tiny (q [B, 4, 8, 16], GQA with 2 KV heads) so the file stays fast on
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 
@@ -356,13 +357,15 @@ def test_three_d_bmm():
     assert "aten.any" not in joint_stage(recs).ops_after  # a fused kernel, not SDPA's math fallback
 
 
-def bloom_attention(q, k, v, alibi, mask, beta=1.0):
+def bloom_attention(q, k, v, alibi, mask, beta=1.0, infer_batch=False):
     """HF Bloom's: q/k/v [B, H, S, D] flattened to [B*H, S, D], K transposed after that, and the ALiBi bias added
-    by ``alibi.baddbmm(q, k^T, beta=1, alpha=1/sqrt(D))``; then the mask, an fp32 softmax, and a plain bmm."""
+    by ``alibi.baddbmm(q, k^T, beta=1, alpha=1/sqrt(D))``; then the mask, an fp32 softmax, and a plain bmm.
+    ``infer_batch``: the scores are viewed back as [-1, H, Sq, Sk]."""
     b, h, sq, d = q.shape
     sk = k.shape[2]
     kt = k.reshape(b * h, sk, d).transpose(1, 2)
-    s = alibi.baddbmm(q.reshape(b * h, sq, d), kt, beta=beta, alpha=d ** -0.5).view(b, h, sq, sk)
+    s = alibi.baddbmm(q.reshape(b * h, sq, d), kt, beta=beta, alpha=d ** -0.5).view(-1 if infer_batch else b, h,
+                                                                                     sq, sk)
     p = F.softmax(s + mask, dim=-1, dtype=torch.float32).to(q.dtype)
     return torch.bmm(p.view(b * h, sq, sk), v.reshape(b * h, sk, d)).view(b, h, sq, d)
 
@@ -396,16 +399,22 @@ def test_bloom_baddbmm_alibi_attention(decode_everywhere, dtype, alibi_shape, q_
     assert stage.ops_after.get("aten.reshape", 0) == (alibi_shape != "shared")  # the bias, viewed per (B, H)
 
 
-def test_bloom_baddbmm_dynamic_sequence():
+@pytest.mark.parametrize("dynamic", ["sequence", "batch"])
+def test_bloom_baddbmm_dynamic_shapes(dynamic):
+    """A symbolic sequence length; and a symbolic batch with the scores viewed back as [-1, H, Sq, Sk] (the bias's
+    view then takes the batch's size node)."""
     q, k, v = qkv(heads_kv=H)
     alibi, mask = _alibi(B * H, 1, S, torch.float32), padding_mask()
-    for t, dim in ((q, 2), (k, 2), (v, 2), (alibi, 2), (mask, 2), (mask, 3)):
+    dims = ((q, 2), (k, 2), (v, 2), (alibi, 2), (mask, 2), (mask, 3)) if dynamic == "sequence" else (
+        (q, 0), (k, 0), (v, 0), (alibi, 0), (mask, 0))
+    for t, dim in dims:
         torch._dynamo.mark_dynamic(t, dim)
+    fn = functools.partial(bloom_attention, infer_batch=dynamic == "batch")
     with torch.no_grad():
-        ref = bloom_attention(q, k, v, alibi, mask)
-        out, recs = compile_with_records(bloom_attention, q, k, v, alibi, mask, patterns=PATTERN)
+        ref = fn(q, k, v, alibi, mask)
+        out, recs = compile_with_records(fn, q, k, v, alibi, mask, patterns=PATTERN)
     (m,) = matches(recs)
-    assert any(c.isalpha() for c in m.detail["q"])  # a symbolic sequence length
+    assert any(c.isalpha() for c in m.detail["q"])  # a symbolic size
     torch.testing.assert_close(out, ref, atol=TOL[torch.float32][0], rtol=TOL[torch.float32][1])
 
 
