@@ -318,10 +318,22 @@ def materialise_shared(graph: fx.Graph, value: fx.Node, user: fx.Node, shared: d
     return node, [*made, node]
 
 
+def size_arg(graph: fx.Graph, value: fx.Node, d: int, made: list[fx.Node]) -> int | fx.Node:
+    """``value``'s size along ``d`` as a call's argument: the int where it is static, else a ``sym_size`` node of
+    ``value`` inserted at the graph's insertion point and appended to ``made`` (a SymInt written into the arguments
+    would name a symbol the graph does not define)."""
+    size = val(value).shape[d]
+    if isinstance(size, int):
+        return size
+    node = graph.call_function(torch.ops.aten.sym_size.int, (value, d))
+    node.meta["val"] = size
+    made.append(node)
+    return node
+
+
 def _contiguous_stride_args(graph: fx.Graph, value: fx.Node, shape: tuple) -> tuple[list, list[fx.Node]]:
     """Contiguous strides for ``value`` [*shape] as a call's argument, and the nodes made for it: an int where the
-    stride is static, else a node computing it from ``value``'s sizes (a SymInt written into the arguments would
-    name a symbol the graph does not define)."""
+    stride is static, else a node computing it from ``value``'s sizes (see ``size_arg``)."""
     import operator
 
     strides: list = []
@@ -333,11 +345,7 @@ def _contiguous_stride_args(graph: fx.Graph, value: fx.Node, shape: tuple) -> tu
         size = shape[d]
         if d == 0:
             break  # the outermost size is in no stride
-        if isinstance(size, torch.SymInt):
-            size_node = graph.call_function(torch.ops.aten.sym_size.int, (value, d))
-            size_node.meta["val"] = size
-            made.append(size_node)
-            size = size_node
+        size = size_arg(graph, value, d, made)
         if isinstance(acc, int) and isinstance(size, int):
             acc = acc * size
             continue

@@ -25,7 +25,8 @@ import torch.fx as fx
 from . import graph_utils
 from .graph_utils import val
 
-__all__ = ["Linear", "gemms_by_input", "as_linear", "unpad_rows", "replace_output", "FakeEval", "UNPADDED"]
+__all__ = ["Linear", "gemms_by_input", "as_linear", "cast_placeholder", "unpad_rows", "replace_output", "FakeEval",
+           "UNPADDED"]
 
 aten = torch.ops.aten
 _RESHAPES = (aten.reshape.default, aten.view.default, aten._unsafe_view.default)
@@ -203,13 +204,20 @@ def as_linear(mm: fx.Node) -> Linear | str:
 _CASTABLE = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
+def cast_placeholder(node) -> fx.Node | None:
+    """The placeholder (a parameter) that ``node`` only casts to a dtype, as autocast does on every call, else
+    None."""
+    cast = graph_utils.dtype_cast(node)
+    return cast[0] if cast is not None and cast[0].op == "placeholder" else None
+
+
 def _uncast(weight: fx.Node) -> tuple[fx.Node, torch.dtype | None]:
     """(W, dtype) when ``weight`` is a placeholder W cast to another float dtype on every call (autocast);
     else (``weight``, None)."""
-    cast = graph_utils.dtype_cast(weight)
-    if cast is None or cast[0].op != "placeholder":
+    source = cast_placeholder(weight)
+    if source is None:
         return weight, None
-    source, dtype = cast[0], graph_utils.dtype_of(weight)
+    dtype = graph_utils.dtype_of(weight)
     if graph_utils.dtype_of(source) not in _CASTABLE or dtype not in _CASTABLE:
         return weight, None
     return source, (dtype if dtype != graph_utils.dtype_of(source) else None)

@@ -433,18 +433,10 @@ def _repeat_kv_pair(k: fx.Node, v: fx.Node) -> tuple[fx.Node, fx.Node, int, list
 # --------------------------------------------------------------------------------------------- the match
 
 
-def _match(bmm1: fx.Node, grad_enabled: bool) -> _Attention:
+def _match(bmm1: fx.Node, grad_enabled: bool, made: list[fx.Node]) -> _Attention:
     """Match the attention starting at the scores ``bmm1`` (a bmm, or Bloom's ALiBi ``baddbmm``); raises ``_Miss``
-    when it is not one we can rewrite."""
-    made: list[fx.Node] = []  # nodes the match inserted (a baddbmm bias viewed to the batch dims)
-    try:
-        return _match_scores(bmm1, grad_enabled, made)
-    except _Miss:
-        erase_dead(bmm1.graph, made)
-        raise
-
-
-def _match_scores(bmm1: fx.Node, grad_enabled: bool, made: list[fx.Node]) -> _Attention:
+    when it is not one we can rewrite. ``made``: collects the nodes the match inserts (the caller erases them
+    if the rewrite does not fire)."""
     chain: list[fx.Node] = [bmm1]
     prep: list[fx.Node] = []
     try:
@@ -512,13 +504,7 @@ def _baddbmm_terms(bmm1: fx.Node, scores: fx.Node, attn: _Attention) -> None:
             raise _Miss(bmm1, f"the baddbmm bias {_fmt(shape)} has symbolic inner dims")
         graph, batch = bmm1.graph, shape_of(scores)[:-2]
         with graph.inserting_before(bmm1):
-            sizes = []  # the query's batch sizes: ints, or size nodes of the query (defined before bmm1)
-            for i, d in enumerate(batch):
-                if not isinstance(d, int):
-                    d = graph.call_function(torch.ops.aten.sym_size.int, (attn.q, i))
-                    d.meta["val"] = batch[i]
-                    attn.made.append(d)
-                sizes.append(d)
+            sizes = [graph_utils.size_arg(graph, attn.q, i, attn.made) for i in range(len(batch))]  # q's, before bmm1
             bias = linears.FakeEval(val(bias)).call(graph, aten.reshape.default, bias, [*sizes, *shape[1:-1], -1])
         attn.made.append(bias)
     attn.mask.append(_MaskTerm("add", bias))
@@ -1321,15 +1307,14 @@ def apply(graph: fx.Graph, ctx) -> None:
     for bmm1 in [n for n in graph.nodes if is_op(n, aten.bmm, aten.baddbmm)]:
         if getattr(bmm1, "_erased", False):
             continue  # erased by an earlier rewrite (it was that attention's bmm with V)
-        attn = None
+        made: list[fx.Node] = []
         try:
-            attn = _match(bmm1, ctx.grad_enabled)
+            attn = _match(bmm1, ctx.grad_enabled, made)
             _decide_mask_and_gqa(attn, proofs)
             attn.nan_rows = _may_block_rows_with_inf(attn, proofs)
             _check_softcap(attn)
         except _Miss as miss:
-            if attn is not None:
-                erase_dead(graph, attn.made)
+            erase_dead(graph, made)
             if miss.shield is not None:
                 _shield_softmax(graph, miss.shield)
             if miss.report:
@@ -1340,7 +1325,7 @@ def apply(graph: fx.Graph, ctx) -> None:
         try:
             inserted = _insert_sdpa_or_repeated(graph, attn, masks, gain_without_gqa=True)
         except _Miss as miss:
-            erase_dead(graph, attn.made)
+            erase_dead(graph, made)
             ctx.near_miss(miss.node, miss.reason)
             continue
         erased = sorted(erase_dead(graph, attn.chain), key=order.__getitem__)

@@ -195,7 +195,7 @@ def _biases_in_time(found: list[linears.Linear], ctx) -> list[linears.Linear]:
     """``found`` (in graph order) less the linears whose bias the graph computes after the first GEMM: the packed
     GEMM and the biases added to its slices take that GEMM's place, where such a bias does not exist yet. A cast
     of a placeholder (autocast's, of an fp32 bias) is in time: the rewrite moves it up (``_bias_casts_first``)."""
-    if all(lin.bias is None or lin.bias.op in ("placeholder", "get_attr") or _placeholder_cast(lin.bias)
+    if all(lin.bias is None or lin.bias.op in ("placeholder", "get_attr") or linears.cast_placeholder(lin.bias)
            for lin in found):
         return found
     defined = set()
@@ -204,23 +204,18 @@ def _biases_in_time(found: list[linears.Linear], ctx) -> list[linears.Linear]:
             break
         defined.add(node)
     late = [lin for lin in found[1:]
-            if lin.bias is not None and lin.bias not in defined and not _placeholder_cast(lin.bias)]
+            if lin.bias is not None and lin.bias not in defined and not linears.cast_placeholder(lin.bias)]
     for lin in late:
         ctx.near_miss(lin.mm, f"its bias ({lin.bias.name}) is computed after the first linear on this input, where "
                               "the packed GEMM would run; not packed")
     return [lin for lin in found if lin not in late]
 
 
-def _placeholder_cast(node: fx.Node) -> bool:
-    cast = graph_utils.dtype_cast(node)
-    return cast is not None and cast[0].op == "placeholder"
-
-
 def _bias_casts_first(group: list[linears.Linear]) -> None:
     """Move the biases that are casts of placeholders (they need nothing else) before the group's first GEMM,
     where the packed GEMM and the slices' bias adds go."""
     for lin in group[1:]:
-        if lin.bias is not None and _placeholder_cast(lin.bias) and not graph_utils.precedes(lin.bias, group[0].mm):
+        if linears.cast_placeholder(lin.bias) and not graph_utils.precedes(lin.bias, group[0].mm):
             group[0].mm.prepend(lin.bias)
 
 
@@ -274,13 +269,10 @@ def _packed_biases(group: list[linears.Linear]) -> list[fx.Node] | None:
     defined, so the family raised and the graph fell back)."""
     sources = []
     for lin in group:
-        cast = graph_utils.dtype_cast(lin.bias)
-        if cast is not None and cast[0].op == "placeholder":
-            bias = cast[0]
-        elif lin.cast is None:
-            bias = lin.bias  # as the GEMM adds it: in the weights' dtype (as_linear checks that)
-        else:
+        bias = linears.cast_placeholder(lin.bias)  # the op casts the stacked placeholders
+        if bias is None and lin.cast is not None:
             return None  # a weight cast per call and a bias that is not: x's dtype, not the weights'
+        bias = bias if bias is not None else lin.bias  # as the GEMM adds it: in the weights' dtype (as_linear)
         if val(bias).dtype != val(lin.weight).dtype:
             return None
         sources.append(bias)
