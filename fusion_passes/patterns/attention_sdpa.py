@@ -68,7 +68,9 @@ user (``output_attentions=True``, or autograd reading them for the backward pass
 softmax other than scale / additive mask / where-mask / upcast / a reshape there and straight back (what
 functionalisation makes of transformers 4.x T5's ``scores += position_bias``) (tanh softcapping only at decode
 size, before the mask); dropout p>0 in
-training; mixed q/k/v dtypes or devices; a mask in another dtype than q; a where-mask whose fill is not
+training; mixed q/k/v dtypes or devices; a mask in another dtype than q (except an fp32 one under a bf16 query,
+as under autocast, that the graph provably builds from 0, fp32's minimum and -inf alone: ``_why_not_only_blocks``;
+it is given to SDPA with bf16's minimum, which blocks the same keys); a where-mask whose fill is not
 -inf / the dtype's minimum; shapes/dtypes for which SDPA has no fused kernel here (its math fallback would
 only redo bmm/softmax/bmm).
 
@@ -743,10 +745,13 @@ def _check(attn: _Attention) -> None:
     for term in attn.mask:
         t = val(term.tensor)
         if term.kind == "add" and t.dtype != q.dtype:
-            raise _Miss(term.tensor, f"the additive mask is {t.dtype} but the query is {q.dtype} (as under "
-                                     "torch.autocast, which casts q but not the model's mask): not rewritten, as "
-                                     "SDPA's fused kernels may add it in q's dtype, where bf16 rounds "
-                                     "finfo(float32).min to -inf; a mask built in q's dtype is rewritten")
+            why = _why_not_only_blocks(term.tensor) if (q.dtype, t.dtype) == (torch.bfloat16, torch.float32) else (
+                "only a bf16 query with an fp32 mask is carried over")
+            if why is not None:
+                raise _Miss(term.tensor, f"the additive mask is {t.dtype} but the query is {q.dtype} (as under "
+                                         "torch.autocast, which casts q but not the model's mask): rewritten only "
+                                         "when the graph builds it from 0 and finfo(float32).min / -inf alone, as "
+                                         f"transformers does, and the query is bf16; here {why}")
         if term.kind != "add" and t.dtype != torch.bool:
             raise _Miss(term.tensor, f"the where/masked_fill condition is {t.dtype}, not bool")
         if t.device != q.device:
@@ -900,16 +905,24 @@ def _may_block_rows_with_inf(attn: _Attention, proofs: dict) -> bool:
     return False
 
 
+# ops whose output values are taken from their inputs' (or set to 0): for each, the positions of the arguments
+# that give values (a list argument: each of its elements); the other arguments are indices, sizes or conditions
+_VALUE_ARGS = {**{op: (0,) for op in (*_FLATTEN, aten.expand, aten.slice, aten.select, aten.unsqueeze,
+                                      aten.squeeze, aten.permute, aten.transpose, aten.t, aten.clone,
+                                      aten.contiguous, aten.alias, aten.lift_fresh_copy, aten.index_select,
+                                      aten.index, aten.gather, aten.repeat, aten.flip, aten.tril, aten.triu,
+                                      aten.cat, aten.stack)},
+               aten.where: (1, 2), aten.masked_fill: (0, 2), aten.minimum: (0, 1), aten.maximum: (0, 1),
+               aten.slice_scatter: (0, 1), aten.select_scatter: (0, 1), aten.copy: (1,), aten.fill: (1,),
+               aten.full: (1,), aten.full_like: (1,), aten.new_full: (2,), aten.scalar_tensor: (0,),
+               aten.constant_pad_nd: (0, 2), aten.zeros: (), aten.zeros_like: (), aten.new_zeros: ()}
+
+
 # Ops each of whose output values is one of their inputs' values or scalars (or a comparison's bool): a mask built
 # from these alone holds -inf only where an input, a scalar or a lifted constant does, as the narrowest float dtype
 # on its way to the mask stores it. Arithmetic (two fills of the minimum summed, ``min * 10``, ``log(0)``, a negated
 # +inf) makes -inf from finite values; so may any op not listed.
-_SELECTING = (*_FLATTEN, aten.expand, aten.slice, aten.select, aten.unsqueeze, aten.squeeze, aten.permute,
-              aten.transpose, aten.t, aten.clone, aten.contiguous, aten.alias, aten.cat, aten.stack, aten.where,
-              aten.masked_fill, aten.fill, aten.full, aten.full_like, aten.zeros, aten.zeros_like, aten.ones,
-              aten.ones_like, aten.new_full, aten.new_zeros, aten.new_ones, aten.scalar_tensor, aten.index_select,
-              aten.index, aten.gather, aten.repeat, aten.flip, aten.tril, aten.triu, aten.minimum, aten.maximum,
-              aten.clamp, aten.constant_pad_nd)
+_SELECTING = (*_VALUE_ARGS, aten.ones, aten.ones_like, aten.new_ones, aten.clamp)
 
 
 def _fits(src: torch.dtype, dst: torch.dtype) -> bool:
@@ -965,6 +978,53 @@ def _built_with_minus_inf(mask: fx.Node) -> bool:
     return False
 
 
+def _why_not_only_blocks(mask: fx.Node) -> str | None:
+    """None when every value of the float ``mask`` is provably 0, -inf or its dtype's minimum (what transformers
+    builds: ``where(allowed, 0, finfo.min)``): the graph makes it from scalars and lifted constants of those values
+    through ops that only place them (``_VALUE_ARGS``; not arithmetic: ``-inf * False`` is NaN). Else why not,
+    for the near miss. Such a mask blocks the same keys in any float dtype once each minimum becomes that dtype's
+    minimum."""
+    dtype = dtype_of(mask)
+    allowed = {0.0, -math.inf, torch.finfo(dtype).min}
+    stack, seen = [mask], set()
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, fx.Node):
+            if _as_dtype(node, dtype) not in allowed:
+                return f"it holds {node}"
+            continue
+        if node in seen:
+            continue
+        seen.add(node)
+        if dtype_of(node) != dtype:
+            return f"its values pass through {op_name(node)} in {dtype_of(node)}"
+        constant = graph_utils.lifted_constant(node)
+        if constant is not None:
+            from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+            with unset_fake_temporarily():
+                if not bool(((constant == 0) | (constant == -math.inf) | (constant == torch.finfo(dtype).min)).all()):
+                    return "a constant in it holds other values"
+            continue
+        if node.op == "placeholder":
+            return f"it is read from an input ({node.name})"
+        if dtype_cast(node) is not None:
+            return f"its values are cast from {dtype_of(dtype_cast(node)[0])}"
+        packet = getattr(node.target, "overloadpacket", None) if node.op == "call_function" else None
+        positions = _VALUE_ARGS.get(packet)
+        if positions is None:
+            return f"it is computed by {op_name(node)}"
+        args = list(node.args)
+        if is_op(node, aten.constant_pad_nd):
+            args += [node.kwargs.get("value", 0.0)] * (3 - len(args))
+        if is_op(node, aten.zeros, aten.zeros_like, aten.new_zeros, aten.tril, aten.triu):
+            stack.append(0.0)
+        for i in positions:
+            arg = args[i] if i < len(args) else None
+            stack.extend(arg if isinstance(arg, (list, tuple)) else [arg] if arg is not None else [])
+    return None
+
+
 def _fits_decode_kernel(attn: _Attention, q_len: int) -> bool:
     """The decode kernel holds the query rows of one KV head (q_len x heads per KV head) and a head in one tile."""
     dims = [shape_of(attn.q)[-1], shape_of(attn.v)[-1]]
@@ -1004,6 +1064,8 @@ def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
     for term in attn.mask:  # in the graph's order: a where-mask replaces what the terms before it added
         t = next(it)
         if term.kind == "add":
+            if t.dtype != dtype:  # fp32 holding 0 / its minimum / -inf alone (_check): the same blocks in bf16
+                t = torch.where(t == 0, 0.0, torch.where(t == -math.inf, t, torch.finfo(dtype).min)).to(dtype)
             mask = t if mask is None else mask + t
             continue
         # blocked: -inf, or the mask dtype's most negative value for a finite fill (the scores' dtype's: s + fill
@@ -1129,7 +1191,10 @@ def _detail(attn: _Attention) -> dict:
     elif attn.mask_dropped == "none":
         mask = "none (constant mask allows every key, dropped)"
     else:
-        mask = "+".join(t.kind for t in attn.mask) or ("causal (is_causal=True)" if attn.is_causal else "none")
+        q_dtype = dtype_of(attn.q)
+        mask = "+".join(t.kind + (f" ({dtype_of(t.tensor)} mask of 0 / minimum, as {q_dtype})"
+                                  if t.kind == "add" and dtype_of(t.tensor) != q_dtype else "") for t in attn.mask
+                        ) or ("causal (is_causal=True)" if attn.is_causal else "none")
     return {
         "q": _fmt(shape_of(attn.q)),
         "k": _fmt(shape_of(attn.k)),

@@ -624,8 +624,76 @@ def test_not_fired_mismatched_dtypes():
 
 
 def test_not_fired_mask_in_another_dtype():
+    """An fp32 additive mask read from an input under a bf16 query: its values are unknown (a real bias would lose
+    precision in bf16), so it stays."""
     q, k, v = qkv(dtype=torch.bfloat16)
-    check_not_fired(llama_attention, q, k, v, padding_mask(), reason="the additive mask is torch.float32", tol=2e-2)
+    check_not_fired(llama_attention, q, k, v, padding_mask(), reason="the additive mask is torch.float32 but the "
+                    "query is torch.bfloat16 (as under torch.autocast", tol=2e-2)
+    check_not_fired(llama_attention, q, k, v, padding_mask(), reason="it is read from an input (", tol=2e-2)
+
+
+def _left_padded_keep(q_len=S, k_len=S):
+    """Bool [B, 1, q_len, k_len]: causal, batch 0 left-padded by 3 keys (at q_len = k_len its first 3 query rows
+    allow no key)."""
+    keep = torch.ones(q_len, k_len, dtype=torch.bool).tril(k_len - q_len)[None, None].repeat(B, 1, 1, 1)
+    keep[0, ..., :3] = False
+    return keep
+
+
+_FP32_MIN = torch.finfo(torch.float32).min
+# transformers' eager mask built in the graph from a bool one, in fp32 while autocast makes q bf16
+_FP32_MASK_BUILDERS = {
+    "where": lambda keep, fill: torch.where(keep, torch.zeros((), dtype=torch.float32), fill),  # transformers 5.x
+    "where of a lifted constant": lambda keep, fill: torch.where(keep, torch.tensor(0.0), fill),  # 4.x
+    "masked_fill": lambda keep, fill: torch.zeros(keep.shape).masked_fill(~keep, fill),
+}
+
+
+@pytest.mark.parametrize("builder", sorted(_FP32_MASK_BUILDERS))
+@pytest.mark.parametrize("fill", [_FP32_MIN, -math.inf])
+@pytest.mark.parametrize("q_len", [20, 1])
+def test_fp32_mask_of_zero_and_minimum_under_a_bf16_query(decode_everywhere, builder, fill, q_len):
+    """HF eager attention under bf16 autocast: q/k/v bf16, the mask built in fp32 from 0 and finfo(float32).min
+    (or -inf), so the scores are promoted to fp32 before the softmax. Such a mask blocks the same keys in bf16
+    (the minimum becomes bf16's, -inf stays), so SDPA / the decode kernel takes it in bf16; rows that allow no
+    key get eager's uniform weights (minimum) or NaN (-inf)."""
+    q, k, v = qkv(heads_kv=H, q_len=q_len, k_len=20, dtype=torch.bfloat16)
+    keep = _left_padded_keep(q_len=q_len, k_len=20)
+
+    def attention(q, k, v, keep):
+        return llama_attention(q, k, v, _FP32_MASK_BUILDERS[builder](keep, fill))
+
+    with torch.no_grad():
+        ref = attention(q, k, v, keep)
+        out, recs = compile_with_records(attention, q, k, v, keep, patterns=PATTERN)
+    assert not [e for r in recs for e in r.errors]
+    (m,) = matches(recs)
+    assert m.detail["mask"] == "add (torch.float32 mask of 0 / minimum, as torch.bfloat16)", m.detail
+    assert m.detail["kernel"].startswith("fusion_passes.decode_attention" if q_len == 1 else "sdpa")
+    torch.testing.assert_close(out, ref, atol=2e-2, rtol=2e-2, equal_nan=True)
+    if q_len == 20:  # batch 0's first 3 rows allow no key
+        blocked = out.transpose(1, 2)[0, :, :3].float()
+        assert blocked.isnan().all() if fill == -math.inf else not blocked.isnan().any()
+    stage = joint_stage(recs)
+    assert stage.ops_before.get("aten.amax") == 1 and "aten.amax" not in stage.ops_after
+    assert stage.ops_before.get("aten.bmm", 0) - stage.ops_after.get("aten.bmm", 0) == 2
+
+
+@pytest.mark.parametrize("mask,dtype,reason", [
+    (lambda keep: torch.where(keep, 0.0, -1e4), torch.bfloat16, "it holds -10000.0"),  # a bias-like fill
+    (lambda keep: (1.0 - keep.float()) * _FP32_MIN, torch.bfloat16, "it is computed by aten.mul"),  # arithmetic
+    (lambda keep: torch.where(keep, 0.0, torch.finfo(torch.bfloat16).min).to(torch.bfloat16).float(),
+     torch.bfloat16, "its values are cast from torch.bfloat16"),  # bf16's minimum in fp32: not fp32's
+    (lambda keep: torch.where(keep, 0.0, _FP32_MIN), torch.float16, "only a bf16 query with an fp32 mask"),
+    (lambda keep: torch.where(keep, torch.zeros(keep.shape, dtype=torch.bfloat16), torch.full(keep.shape, _FP32_MIN)),
+     torch.bfloat16, "here its values"),  # a bf16 operand promoted by where: not followed
+])
+def test_not_fired_fp32_mask_not_provably_zero_and_minimum(mask, dtype, reason):
+    """An fp32 mask under a 16-bit query that may hold other values than 0 / fp32's minimum / -inf (or an fp16
+    query, where SDPA's fp32 scores would not absorb fp16's minimum in rows that allow no key) stays."""
+    q, k, v = qkv(heads_kv=H, dtype=dtype)
+    check_not_fired(lambda q, k, v, keep: llama_attention(q, k, v, mask(keep)), q, k, v, _left_padded_keep(),
+                    reason=reason, tol=2e-2)
 
 
 def test_not_fired_where_fill_not_minus_inf():
