@@ -632,6 +632,28 @@ def test_not_fired_mask_in_another_dtype():
     check_not_fired(llama_attention, q, k, v, padding_mask(), reason="it is read from an input (", tol=2e-2)
 
 
+@pytest.mark.parametrize("form", ["where", "additive"])
+def test_fp16_rows_that_allow_no_key_are_the_documented_exception(form):
+    """fp16 with finfo(float16).min blocking every key of a row (batch 0's first 3 query rows, left padding):
+    eager's values there come from fp16 rounding (a where-fill: uniform weights; score + min rounds to one of a
+    few levels, or -inf, so a few keys or NaN), ours are the softmax of the scores (SDPA adds -65504 in fp32).
+    README Guarantees names this exception; every other row matches eager, and those rows are finite."""
+    q, k, v = qkv(heads_kv=H, dtype=torch.float16)
+    keep, fill = _left_padded_keep(), torch.finfo(torch.float16).min
+    mask = torch.zeros(keep.shape, dtype=torch.float16).masked_fill(~keep, fill)
+    fn = ((lambda q, k, v, keep: llama_attention(q, k, v, mask)) if form == "additive" else
+          (lambda q, k, v, keep: torch.matmul(F.softmax(torch.where(keep, torch.matmul(q, k.transpose(2, 3)) * 0.25,
+                                                                       fill), dim=-1), v).transpose(1, 2)))
+    with torch.no_grad():
+        ref = fn(q, k, v, keep)
+        out, recs = compile_with_records(fn, q, k, v, keep, patterns=PATTERN)
+    assert len(matches(recs)) == 1
+    real = torch.ones(ref.shape, dtype=torch.bool)
+    real[0, :3] = False  # [B, S, H, D]: batch 0, query rows 0-2
+    torch.testing.assert_close(out[real], ref[real], atol=TOL[torch.float16][0], rtol=TOL[torch.float16][1])
+    assert out[~real].isfinite().all()
+
+
 def _left_padded_keep(q_len=S, k_len=S):
     """Bool [B, 1, q_len, k_len]: causal, batch 0 left-padded by 3 keys (at q_len = k_len its first 3 query rows
     allow no key)."""
