@@ -184,18 +184,19 @@ def test_hf_llama_under_autocast_packs_and_takes_kv_before_repeat_kv(dynamic, de
     assert len(sdpa) == 2 and all(d["gqa"] == "enable_gqa (x2)" and d["mask"] in ("keep", "add") for d in sdpa), sdpa
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("padding", ["right", "left"])
-def test_hf_eager_attention_under_autocast_takes_the_fp32_mask(padding):
+def test_hf_eager_attention_under_autocast_takes_the_fp32_mask(padding, device):
     """An fp32 Llama with HF's eager attention under bf16 autocast: q/k/v are bf16, the mask transformers builds
     from the padding mask is fp32 (0 / finfo(float32).min). That mask is proven to hold those values alone, so both
     attentions become SDPA with it in bf16; left padding gives query rows that allow no key (eager: uniform
     weights; the same after the rewrite)."""
-    model = _causal_lm("llama", attn="eager")
+    model = _causal_lm("llama", attn="eager").to(device)
     mask = _padding_mask() if padding == "right" else _padding_mask().flip(-1)
-    kwargs = dict(input_ids=_ids(), use_cache=False, attention_mask=mask)
+    kwargs = dict(input_ids=_ids().to(device), use_cache=False, attention_mask=mask.to(device))
 
     def forward(kw):
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast(device, dtype=torch.bfloat16):
             return model(**kw).logits
 
     with torch.no_grad():

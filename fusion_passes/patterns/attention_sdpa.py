@@ -910,7 +910,7 @@ def _may_block_rows_with_inf(attn: _Attention, proofs: dict) -> bool:
 _VALUE_ARGS = {**{op: (0,) for op in (*_FLATTEN, aten.expand, aten.slice, aten.select, aten.unsqueeze,
                                       aten.squeeze, aten.permute, aten.transpose, aten.t, aten.clone,
                                       aten.contiguous, aten.alias, aten.lift_fresh_copy, aten.index_select,
-                                      aten.index, aten.gather, aten.repeat, aten.flip, aten.tril, aten.triu,
+                                      aten.index, aten.gather, aten.repeat, aten.flip, prims.rev, aten.tril, aten.triu,
                                       aten.cat, aten.stack)},
                aten.where: (1, 2), aten.masked_fill: (0, 2), aten.minimum: (0, 1), aten.maximum: (0, 1),
                aten.slice_scatter: (0, 1), aten.select_scatter: (0, 1), aten.copy: (1,), aten.fill: (1,),
