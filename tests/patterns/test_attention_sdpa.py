@@ -1087,6 +1087,51 @@ def test_random_attention_variants_give_eagers_result(seed):
     assert ("fired" if matches(recs) else "shielded" if shielded else "left") == FUZZ_OUTCOMES[seed]
 
 
+_MASK_VALUES = [0.0, -0.0, _FP32_MIN, -math.inf, -1e4, torch.finfo(torch.bfloat16).min]  # the last two: not fp32's
+
+
+def random_fp32_mask(rng: random.Random, depth: int):
+    """A seeded random fp32 mask built from a bool ``keep`` [B, 1, S, S]: where / masked_fill / full of values
+    from ``_MASK_VALUES``, through cat, minimum, flip, tril, pad, transpose, index_select or arithmetic."""
+    a, b = (rng.choice(_MASK_VALUES) for _ in range(2))
+    if depth == 0:
+        return rng.choice([lambda keep: torch.where(keep, a, torch.full((), b)),
+                           lambda keep: torch.where(keep, torch.tensor(a), torch.tensor(b)),
+                           lambda keep: torch.full(keep.shape, a).masked_fill(~keep, b)])
+    x, y = random_fp32_mask(rng, depth - 1), random_fp32_mask(rng, depth - 1)
+    idx = torch.tensor([rng.randrange(S) for _ in range(S)])
+    return rng.choice([lambda keep: torch.cat([x(keep)[..., :3], y(keep)[..., 3:]], -1),
+                       lambda keep: torch.minimum(x(keep), y(keep)), lambda keep: x(keep).flip(-1),
+                       lambda keep: x(keep).tril(), lambda keep: F.pad(x(keep)[..., 1:], (1, 0), value=a),
+                       lambda keep: x(keep).transpose(-1, -2).clone(), lambda keep: x(keep).index_select(-1, idx),
+                       lambda keep: x(keep) * keep])
+
+
+# what each seed's mask gets: fired (0 / fp32's minimum / -inf alone, built by ops that place values) or left
+FP32_MASK_OUTCOMES = {0: "left", 1: "left", 2: "fired", 3: "left", 4: "fired", 5: "left", 6: "left", 7: "left",
+                      8: "fired", 9: "fired", 10: "fired", 11: "left"}
+
+
+@pytest.mark.parametrize("seed", sorted(FP32_MASK_OUTCOMES))
+def test_random_fp32_masks_under_a_bf16_query_give_eagers_result(seed):
+    """Session 43's fuzz of the fp32 masks transformers builds under autocast (290 of them, 121 fired, no
+    mismatch), pinned to a few seeds: fired or not, eager's result; fired only on masks of 0 / minimum / -inf."""
+    rng = random.Random(seed)
+    mask = random_fp32_mask(rng, rng.randrange(3))
+    keep = torch.rand(B, 1, S, S, generator=torch.Generator().manual_seed(seed)) < 0.6
+    keep[0, :, :2] = False  # rows that allow no key
+    q, k, v = qkv(heads_kv=H, dtype=torch.bfloat16, seed=seed)
+    fn = lambda q, k, v, keep: llama_attention(q, k, v, mask(keep))  # noqa: E731
+    with torch.no_grad():
+        ref = fn(q, k, v, keep)
+        out, recs = compile_with_records(fn, q, k, v, keep, patterns=PATTERN)
+    torch.testing.assert_close(out, ref, atol=2e-2, rtol=2e-2, equal_nan=True)
+    assert all(r.errors == [] for r in recs)
+    values = set(torch.unique(mask(keep)).tolist())
+    assert ("fired" if matches(recs) else "left") == FP32_MASK_OUTCOMES[seed], (values, near_misses(recs))
+    assert not matches(recs) or values <= {0.0, _FP32_MIN, -math.inf}
+
+
 # --------------------------------------------------------------------------------------------- transformers
 
 
