@@ -1010,6 +1010,14 @@ def _why_not_only_blocks(mask: fx.Node) -> str | None:
             return f"it is read from an input ({node.name})"
         if dtype_cast(node) is not None:
             return f"its values are cast from {dtype_of(dtype_cast(node)[0])}"
+        # x.masked_fill(x != 0, v), or its decomposition where(x != 0, v, x): 0 or v whatever x holds (transformers
+        # 4.x's _expand_mask fills 1.0 - mask so)
+        if is_op(node, aten.masked_fill) and _is_nonzero_of(node.args[1], node.args[0]):
+            stack.extend([0.0, node.args[2]])
+            continue
+        if is_op(node, aten.where) and _is_nonzero_of(node.args[0], node.args[2]):
+            stack.extend([0.0, node.args[1]])
+            continue
         packet = getattr(node.target, "overloadpacket", None) if node.op == "call_function" else None
         positions = _VALUE_ARGS.get(packet)
         if positions is None:
@@ -1023,6 +1031,11 @@ def _why_not_only_blocks(mask: fx.Node) -> str | None:
             arg = args[i] if i < len(args) else None
             stack.extend(arg if isinstance(arg, (list, tuple)) else [arg] if arg is not None else [])
     return None
+
+
+def _is_nonzero_of(cond, x: fx.Node) -> bool:
+    """Whether ``cond`` is ``x != 0`` (``x.to(bool)``, or ``ne(x, 0)``): true also where x is NaN."""
+    return dtype_cast(cond) == (x, torch.bool) or (is_op(cond, aten.ne) and list(cond.args) == [x, 0])
 
 
 def _fits_decode_kernel(attn: _Attention, q_len: int) -> bool:

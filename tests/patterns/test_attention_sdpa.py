@@ -668,7 +668,14 @@ _FP32_MASK_BUILDERS = {
     "where": lambda keep, fill: torch.where(keep, torch.zeros((), dtype=torch.float32), fill),  # transformers 5.x
     "where of a lifted constant": lambda keep, fill: torch.where(keep, torch.tensor(0.0), fill),  # 4.x
     "masked_fill": lambda keep, fill: torch.zeros(keep.shape).masked_fill(~keep, fill),
+    "masked_fill of its own nonzeros": lambda keep, fill: _expand_mask(keep, fill),
 }
+
+
+def _expand_mask(keep, fill):
+    """transformers 4.x's ``_expand_mask``: 1.0 - mask (arithmetic), then only its nonzeros filled."""
+    inverted = 1.0 - keep.float()
+    return inverted.masked_fill(inverted.to(torch.bool), fill)
 
 
 @pytest.mark.parametrize("builder", sorted(_FP32_MASK_BUILDERS))
@@ -707,6 +714,8 @@ def test_fp32_mask_of_zero_and_minimum_under_a_bf16_query(decode_everywhere, bui
     (lambda keep: torch.where(keep, 0.0, torch.finfo(torch.bfloat16).min).to(torch.bfloat16).float(),
      torch.bfloat16, "its values are cast from torch.bfloat16"),  # bf16's minimum in fp32: not fp32's
     (lambda keep: torch.where(keep, 0.0, _FP32_MIN), torch.float16, "only a bf16 query with an fp32 mask"),
+    (lambda keep: (1.0 - keep.float()).masked_fill(keep.flip(-1), _FP32_MIN), torch.bfloat16,
+     "computed by aten.sub"),  # 1.0 - mask filled where another tensor says: its other values stay
     (lambda keep: torch.where(keep, torch.zeros(keep.shape, dtype=torch.bfloat16), torch.full(keep.shape, _FP32_MIN)),
      torch.bfloat16, "here its values"),  # a bf16 operand promoted by where: not followed
 ])
@@ -1186,6 +1195,39 @@ def test_transformers_eager_attention(name):
         assert m.detail["mask"].startswith("causal")  # HF's in-graph causal mask is proven and dropped
     if name in ("bert", "t5"):
         assert m.detail["mask"].startswith("add")  # the padding mask reads an input: passed through
+
+
+# under bf16 autocast over fp32 weights, with a padding mask: what transformers' fp32 mask gets
+# (T5's fp32 term is its relative position bias, a real bias that bf16 would round; transformers 4.x's BERT and OPT
+# build theirs as (1.0 - mask) * finfo.min from the input mask, which an input value of 2 would make +3.4e38: left,
+# near misses that say so)
+AUTOCAST_OUTCOMES = {"llama": "fired", "mistral": "fired", "qwen2": "fired", "gpt2": "fired", "bert": "fired",
+                     "opt": "fired", "t5": "left", "vit": "fired"}
+AUTOCAST_OUTCOMES_4X = {**AUTOCAST_OUTCOMES, "bert": "left", "opt": "left"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", HF_MODELS)
+def test_transformers_eager_attention_under_autocast(name):
+    """q/k/v bf16 from autocast's linears, the mask transformers builds fp32: each model's attention, padded
+    (ViT: no mask), against eager under the same autocast."""
+    model, args, kwargs = hf_model(name)
+    if name != "vit":
+        pad = torch.ones(2, S, dtype=torch.long)
+        pad[1, :3] = 0  # left padding: rows that allow no key in the causal models
+        kwargs = {"attention_mask": pad}
+
+    def forward(*a):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return model(*a, **kwargs)[0]
+
+    with torch.no_grad():
+        ref = forward(*args)
+        out, recs = compile_with_records(forward, *args, patterns=PATTERN)
+    torch.testing.assert_close(out, ref, atol=3e-2, rtol=3e-2)
+    assert all(r.errors == [] for r in recs)
+    expected = (AUTOCAST_OUTCOMES if transformers_major() >= 5 else AUTOCAST_OUTCOMES_4X)[name]
+    assert ("fired" if matches(recs) else "left") == expected, ([m.detail for m in matches(recs)], near_misses(recs))
 
 
 @pytest.mark.slow
