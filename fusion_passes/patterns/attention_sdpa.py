@@ -985,7 +985,8 @@ def _why_not_only_blocks(mask: fx.Node) -> str | None:
     for the near miss. Such a mask blocks the same keys in any float dtype once each minimum becomes that dtype's
     minimum."""
     dtype = dtype_of(mask)
-    allowed = {0.0, -math.inf, torch.finfo(dtype).min}
+    minimum = torch.finfo(dtype).min
+    allowed = {0.0, -math.inf, minimum}
     stack, seen = [mask], set()
     while stack:
         node = stack.pop()
@@ -1003,13 +1004,14 @@ def _why_not_only_blocks(mask: fx.Node) -> str | None:
             from torch._subclasses.fake_tensor import unset_fake_temporarily
 
             with unset_fake_temporarily():
-                if not bool(((constant == 0) | (constant == -math.inf) | (constant == torch.finfo(dtype).min)).all()):
+                if not bool(((constant == 0) | (constant == -math.inf) | (constant == minimum)).all()):
                     return "a constant in it holds other values"
             continue
         if node.op == "placeholder":
             return f"it is read from an input ({node.name})"
-        if dtype_cast(node) is not None:
-            return f"its values are cast from {dtype_of(dtype_cast(node)[0])}"
+        cast = dtype_cast(node)
+        if cast is not None:
+            return f"its values are cast from {dtype_of(cast[0])}"
         # x.masked_fill(x != 0, v), or its decomposition where(x != 0, v, x): 0 or v whatever x holds (transformers
         # 4.x's _expand_mask fills 1.0 - mask so)
         if is_op(node, aten.masked_fill) and _is_nonzero_of(node.args[1], node.args[0]):
@@ -1078,7 +1080,7 @@ def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
         t = next(it)
         if term.kind == "add":
             if t.dtype != dtype:  # fp32 holding 0 / its minimum / -inf alone (_check): the same blocks in bf16
-                t = torch.where(t == 0, 0.0, torch.where(t == -math.inf, t, torch.finfo(dtype).min)).to(dtype)
+                t = torch.where(t == torch.finfo(t.dtype).min, torch.finfo(dtype).min, t).to(dtype)
             mask = t if mask is None else mask + t
             continue
         # blocked: -inf, or the mask dtype's most negative value for a finite fill (the scores' dtype's: s + fill
