@@ -15,6 +15,12 @@ import torch  # noqa: E402
 
 import fusion_passes  # noqa: E402
 
+if torch.__version__.startswith(("2.11.", "2.12.")):
+    # the C++ code of torch 2.11 / 2.12 for the bounds check of an indirect index in HF generate's dynamic-shape
+    # graphs does not compile ("'tmp2' was not declared" / "VectorizedN<long, 2> in a constant expression"), with
+    # stock Inductor too (2.13 and 2.14 compile it): the tests turn that check off there
+    torch._inductor.config.assert_indirect_indexing = False
+
 
 def pytest_collection_modifyitems(config, items):
     if torch.cuda.is_available():

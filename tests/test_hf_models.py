@@ -485,8 +485,6 @@ def _left_padded_generate(device):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.skipif(torch.__version__.startswith("2.12."), reason="torch 2.12's Inductor C++ code for this graph does "
-                    "not compile (VectorizedN<long, 2> in a constant expression), with the stock backend too")
 def test_hf_generate_left_padded_short_prompt_sdpa(decode_kernels_everywhere):
     _left_padded_generate("cpu")
 

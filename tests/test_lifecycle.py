@@ -18,6 +18,12 @@ from torch import nn
 import fusion_passes
 from fusion_passes.kernels import packed_linear as kernel
 
+# torch 2.11's Dynamo guards neither a parameter's dtype nor its requires_grad: after ``.to(fp16)`` or
+# ``requires_grad_(True)`` stock torch.compile runs the old graph too (an error or garbage; no gradients)
+STALE_PARAMETER_GUARDS = pytest.mark.skipif(
+    torch.__version__.startswith("2.11."), reason="torch 2.11 does not recompile after a parameter's dtype or "
+    "requires_grad changes, with the stock backend too")
+
 IDS = torch.tensor([[1, 5, 7, 2, 30], [3, 3, 9, 0, 11]])
 
 
@@ -119,6 +125,7 @@ def test_load_state_dict_in_place_and_with_assign():
     assert stats() == {"repacked": 2, "packed": 2}
 
 
+@STALE_PARAMETER_GUARDS
 def test_dtype_changes_after_the_first_call():
     t = Twins(Tiny(bias=True))
     t.check()
@@ -135,6 +142,7 @@ def test_dtype_changes_after_the_first_call():
     assert stats()["repacked"] == 2 + 3 * 2  # the first call, then every dtype change, packs each group once
 
 
+@STALE_PARAMETER_GUARDS
 def test_requires_grad_flips():
     """Parameters frozen: a call with autograd on records no gradients, so it packs; unfrozen: the graph records
     gradients, packing stays off, and the gradients of the (packed) parameters are eager's."""

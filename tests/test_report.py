@@ -553,6 +553,8 @@ def test_break_inside_torch_code_is_one_break_at_the_user_line(toys):
     with torch.no_grad():
         rep = fusion_passes.report(_TwoInitLayers(), torch.randn(4), patterns=["toy_mul2_to_add"])
         dynamo_count = sum(counters["graph_break"].values())
+    if dynamo_count == 0:
+        pytest.skip(f"torch {torch.__version__}'s Dynamo traces trunc_normal_'s .item() without a break")
     (b,) = rep.breaks
     assert b.location == _line("torch-internal") and b.user_stack[-1].startswith(_line("torch-internal"))
     assert b.count == rep.break_count == dynamo_count == 3

@@ -11,6 +11,9 @@ Unfused (what the ATen graph holds; q [B, H, Sq, D], k/v [B, Hkv, Sk, D], mask b
     # Bloom's ALiBi: the bias and the scale in one baddbmm, K transposed after it was flattened
     scores = baddbmm(alibi, q.view(B*H, Sq, D), k.view(B*H, Sk, D).mT, beta=1, alpha=s).view(B, H, Sq, Sk)
     #        = bmm(q, k.mT) * s + alibi.view(B, H, 1|Sq, Sk): the scale, then an additive mask term
+    # DeBERTa's relative-position bias, added to the flat scores before their view; K^T divided before the bmm
+    scores = (bmm(q.view(B*H, Sq, D), kt) + rel).view(B, H, Sq, Sk)    # kt = k.view(B*H, Sk, D).mT / c
+    #        = q @ kt.view(B, H, D, Sk) + rel.view(B, H, Sq|1, Sk): SDPA's K is kt's view transposed, scale 1
 
 Fused:
 
@@ -51,7 +54,9 @@ kernel instead, and so does an SDPA call that is already in the graph, whose K/V
 
 How it matches: from every ``bmm`` it walks forward along the single-user chain (scores -> scale -> mask ->
 softmax -> casts -> bmm with V) and backward from the two bmm operands through the views matmul adds, so
-the match is structural (no shape ints baked in; dynamic shapes work). The replacement is traced with
+the match is structural (no shape ints baked in; dynamic shapes work). A flat [N, ., .] operand or mask term it
+cannot trace back to the query's batch dims (DeBERTa's K^T / c, its bias) is viewed to them: the query was
+flattened row-major, so a row-major view pairs the same matrices as the bmm did. The replacement is traced with
 Inductor's ``fwd_only``, so the graph gets the backend op SDPA picks for this device and these shapes.
 
 A softmax over another dim than the keys' (not attention as SDPA computes it) is left as it is, but moved onto
@@ -448,19 +453,10 @@ def _match(bmm1: fx.Node, grad_enabled: bool, made: list[fx.Node]) -> _Attention
         raise
     batch = shape_of(q)[:-2]
 
-    # scores [N, Sq, Sk] -> [*batch, Sq, Sk]
-    node = bmm1
-    user = sole_user(node)
-    if len(batch) > 1:
-        if user is None or not is_op(user, *_FLATTEN) or not same_shape(shape_of(user)[:-2], batch):
-            raise _Miss(bmm1, "the scores bmm is not viewed back to the query's batch dims" + _EINSUM_HINT,
-                        report=_attention_ahead(bmm1))
-        chain.append(user)
-        node = user
-
     attn = _Attention(q=q, k=q, v=q, output=bmm1, chain=chain, made=made)
     if is_op(bmm1, aten.baddbmm):
-        _baddbmm_terms(bmm1, node, attn)
+        _baddbmm_terms(bmm1, attn)
+    node = _scores_in_batch_dims(bmm1, batch, attn, grad_enabled) if len(batch) > 1 else bmm1
     softmax = _walk_scores(node, attn, grad_enabled)
     attn.softmax = softmax.output
     scores_ndim = len(shape_of(softmax.input))
@@ -484,11 +480,10 @@ def _scores_operands(bmm1: fx.Node) -> tuple[fx.Node, fx.Node]:
     return tuple(bmm1.args[1:3]) if is_op(bmm1, aten.baddbmm) else tuple(bmm1.args[:2])
 
 
-def _baddbmm_terms(bmm1: fx.Node, scores: fx.Node, attn: _Attention) -> None:
+def _baddbmm_terms(bmm1: fx.Node, attn: _Attention) -> None:
     """Bloom's ALiBi scores ``baddbmm(bias, q, kt, beta=1, alpha=a)`` [N, Sq, Sk] are ``bmm(q, kt) * a + bias``: the
-    scale a, then the additive term bias (broadcastable to [N, Sq, Sk]), viewed to the scores' batch dims where it
-    has N rows (``scores``: the scores in those dims, as the query has them). Inserts that view, and the query's
-    symbolic batch sizes it reads (into ``attn.made``)."""
+    scale a, then the additive term bias (broadcastable to [N, Sq, Sk]; ``_scores_in_batch_dims`` views it to the
+    query's batch dims with the scores)."""
     beta, alpha = bmm1.kwargs.get("beta", 1), bmm1.kwargs.get("alpha", 1)
     if beta != 1:
         raise _Miss(bmm1, f"baddbmm with beta={beta}: its bias is scaled, which SDPA's mask is not")
@@ -498,18 +493,56 @@ def _baddbmm_terms(bmm1: fx.Node, scores: fx.Node, attn: _Attention) -> None:
         _check_scale_direction(bmm1, float(alpha), attn)
         attn.scale *= float(alpha)
     bias = bmm1.args[0]
-    shape = shape_of(bias)
-    if not isinstance(bias, fx.Node) or not shape:
+    if not isinstance(bias, fx.Node) or not shape_of(bias):
         raise _Miss(bmm1, "baddbmm adds a number, not a tensor: not a mask")
-    if scores is not bmm1 and len(shape) == 3 and not known_equal(shape[0], 1):  # one row per (batch, head)
-        if not all(isinstance(d, int) for d in shape[1:-1]):
-            raise _Miss(bmm1, f"the baddbmm bias {_fmt(shape)} has symbolic inner dims")
-        graph, batch = bmm1.graph, shape_of(scores)[:-2]
-        with graph.inserting_before(bmm1):
-            sizes = [graph_utils.size_arg(graph, attn.q, i, attn.made) for i in range(len(batch))]  # q's, before bmm1
-            bias = linears.FakeEval(val(bias)).call(graph, aten.reshape.default, bias, [*sizes, *shape[1:-1], -1])
-        attn.made.append(bias)
     attn.mask.append(_MaskTerm("add", bias))
+
+
+def _scores_in_batch_dims(bmm1: fx.Node, batch: tuple, attn: _Attention, grad_enabled: bool) -> fx.Node:
+    """The scores [*batch, Sq, Sk]: ``bmm1``'s [N, Sq, Sk] (N = prod(batch)) viewed back to the query's batch dims.
+    Scale and mask ops may come before that view (DeBERTa adds its relative-position bias [N, Sq, Sk] to the flat
+    scores; Bloom's baddbmm adds ALiBi's): their mask terms are viewed to the batch dims too, as the scores are."""
+    node = bmm1
+    for _ in range(_MAX_CHAIN):
+        user = sole_user(node)
+        if user is not None and is_op(user, *_FLATTEN) and same_shape(shape_of(user), (*batch, *shape_of(node)[1:])):
+            for term in attn.mask:  # all added before the view (the walk to the softmax starts there)
+                term.tensor = _per_batch(term.tensor, batch, attn, before=user, what="mask")
+            attn.chain.append(user)
+            return user
+        if user is None or _softmax_at(node) is not None:
+            break
+        try:
+            _scores_op(user, node, attn)
+        except _Miss as miss:
+            if node is not bmm1:  # the flat scores pass an op SDPA cannot express: that is the reason
+                miss.report = miss.report and _attention_ahead(node)
+                raise
+            break
+        attn.chain.append(user)
+        node = user
+    raise _Miss(bmm1, "the scores bmm is not viewed back to the query's batch dims" + _EINSUM_HINT,
+                report=_attention_ahead(bmm1))
+
+
+def _per_batch(node: fx.Node, batch: tuple, attn: _Attention, before: fx.Node, what: str) -> fx.Node:
+    """``node`` as it broadcasts against a bmm's [N, M, K] (N = prod(batch)), viewed to broadcast the same way
+    against [*batch, M, K]: a 3-d tensor with N rows is reshaped to [*batch, M', K'] (row-major, as the query
+    was flattened, so bmm's n-th matrix is batch index n's); one with a single row, or fewer dims, is left as it
+    is. The reshape (and the symbolic sizes it reads) is inserted before ``before``, into ``attn.made``."""
+    shape = shape_of(node)
+    if not (len(shape) == 3 and known_equal(shape[0], math.prod(batch))):
+        if len(shape) < 3 or known_equal(shape[0], 1):
+            return node
+        raise _Miss(node, f"the {what} {_fmt(shape)} does not have one row per matrix of the flattened "
+                          f"{_fmt(batch)} batch")
+    graph = node.graph
+    with graph.inserting_before(before):
+        sizes = [graph_utils.size_arg(graph, n, d, attn.made) for n, d in
+                 [*((attn.q, i) for i in range(len(batch))), (node, 1), (node, 2)]]
+        reshaped = linears.FakeEval(val(node)).call(graph, aten.reshape.default, node, sizes)
+    attn.made.append(reshaped)
+    return reshaped
 
 
 def _users_miss(node: fx.Node, what: str, grad_enabled: bool) -> _Miss:
@@ -707,6 +740,9 @@ def _match_operands(bmm1: fx.Node, bmm2: fx.Node, batch: tuple, attn: _Attention
     kt = _unflatten(_scores_operands(bmm1)[1], prep)
     vv = _unflatten(bmm2.args[1], prep)
     k4 = _flattened_then_transposed(kt, batch, prep)
+    if len(batch) > 1:  # a flat operand the matcher cannot trace to [*batch, ...] (DeBERTa's k.mT / scale): view it
+        kt = kt if k4 is not None or len(shape_of(kt)) != 3 else _per_batch(kt, batch, attn, bmm1, "key operand")
+        vv = vv if len(shape_of(vv)) != 3 else _per_batch(vv, batch, attn, bmm2, "value operand")
     for name, t in (("key", k4 if k4 is not None else kt), ("value", vv)):
         if not same_shape(shape_of(t)[:-2], batch):
             raise _Miss(t, f"the {name} batch dims {_fmt(shape_of(t)[:-2])} differ from the query's {_fmt(batch)} "

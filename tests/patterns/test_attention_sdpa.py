@@ -429,6 +429,103 @@ def test_bloom_baddbmm_with_a_scaled_bias_is_not_rewritten():
     assert "aten.reshape" not in joint_stage(recs).ops_after
 
 
+def deberta_attention(q, k, v, rel, allowed, infer_batch=False, flat_op=None):
+    """HF DeBERTa-v2's: q/k/v [B, H, S, D] flattened to [B*H, S, D]; K^T divided by a 0-d scale tensor before the
+    bmm; the relative-position bias ``rel`` (broadcastable to [B*H, Sq, Sk], or None) added to the flat scores,
+    which only then are viewed to [B, H, Sq, Sk]; masked_fill(~allowed, min), softmax, eval dropout, bmm with V.
+    ``flat_op``: applied to the flat scores after the bias; ``infer_batch``: viewed as [-1, H, Sq, Sk]."""
+    b, h, sq, d = q.shape
+    sk = k.shape[2]
+    q3, k3, v3 = (t.reshape(b * h, -1, d) for t in (q, k, v))
+    scale = torch.sqrt(torch.tensor(d, dtype=torch.float) * 3)
+    s = torch.bmm(q3, k3.transpose(-1, -2) / scale.to(dtype=q.dtype))
+    s = s if rel is None else s + rel
+    s = s if flat_op is None else flat_op(s)
+    s = s.view(-1 if infer_batch else b, h, sq, sk).masked_fill(~allowed, torch.finfo(q.dtype).min)
+    p = F.dropout(F.softmax(s, dim=-1), p=0.1, training=False)
+    return torch.bmm(p.view(-1, sq, sk), v3).view(-1, h, sq, d).permute(0, 2, 1, 3).contiguous()
+
+
+def _deberta_inputs(dtype=torch.float32, rel_shape="per head and query", q_len=S):
+    """q/k/v, the bias and DeBERTa's [B, 1, Sq, Sk] mask (allowed query x allowed key: the last sequence's padded
+    queries allow no key, where eager's weights are uniform)."""
+    q, k, v = qkv(heads_kv=H, q_len=q_len, dtype=dtype)
+    rows = {"per head and query": (B * H, q_len), "per head": (B * H, 1), "shared": (1, q_len), "none": None}
+    rel = None if rows[rel_shape] is None else _alibi(*rows[rel_shape], S, dtype)
+    valid = torch.ones(B, S, dtype=torch.bool)
+    valid[-1, -3:] = False
+    allowed = valid[:, None, -q_len:, None] & valid[:, None, None, :]
+    return q, k, v, rel, allowed
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("rel_shape", ["per head and query", "per head", "shared", "none"])
+def test_deberta_flat_scores_with_relative_bias(dtype, rel_shape):
+    """The bias added to the flat [B*H, Sq, Sk] scores becomes an additive mask term viewed to [B, H, ...] (one
+    reshape where it has a row per (batch, head)); K^T / scale, which the matcher cannot trace back to
+    [B, H, Sk, D], is viewed to [B, H, D, Sk] (one reshape) and SDPA takes it transposed, with scale 1. Both bmms
+    and the softmax go; padded query rows keep eager's uniform weights."""
+    q, k, v, rel, allowed = _deberta_inputs(dtype, rel_shape)
+    with torch.no_grad():
+        ref = deberta_attention(q, k, v, rel, allowed)
+        out, recs = compile_with_records(deberta_attention, q, k, v, rel, allowed, patterns=PATTERN)
+    assert not [e for r in recs for e in r.errors]
+    (m,) = matches(recs)
+    assert m.detail["scale"] == 1.0 and m.detail["kernel"] == "sdpa"
+    assert m.detail["mask"] == ("fill" if rel is None else "add+fill")
+    atol, rtol = TOL[dtype]
+    torch.testing.assert_close(out, ref, atol=atol, rtol=rtol)
+    stage = joint_stage(recs)
+    assert stage.ops_before["aten.bmm"] == 2 and stage.ops_before["aten.amax"] == 1
+    assert not {"aten.bmm", "aten.amax"} & set(stage.ops_after)
+    assert SDPA_CPU in stage.ops_after
+    assert stage.ops_after.get("aten.reshape", 0) == 1 + rel_shape.startswith("per head")
+
+
+@pytest.mark.parametrize("dynamic", ["sequence", "batch"])
+def test_deberta_flat_scores_dynamic_shapes(dynamic):
+    """A symbolic sequence length (the bias's and K's views take the symbolic sizes as nodes); a symbolic batch
+    with the scores viewed back as [-1, H, Sq, Sk]."""
+    q, k, v, rel, allowed = _deberta_inputs()
+    dims = ((q, 2), (k, 2), (v, 2), (rel, 1), (rel, 2), (allowed, 2), (allowed, 3)) if dynamic == "sequence" else (
+        (q, 0), (k, 0), (v, 0), (rel, 0), (allowed, 0))
+    for t, dim in dims:
+        torch._dynamo.mark_dynamic(t, dim)
+    fn = functools.partial(deberta_attention, infer_batch=dynamic == "batch")
+    with torch.no_grad():
+        ref = fn(q, k, v, rel, allowed)
+        out, recs = compile_with_records(fn, q, k, v, rel, allowed, patterns=PATTERN)
+    (m,) = matches(recs)
+    assert any(c.isalpha() for c in m.detail["q"])  # a symbolic size
+    torch.testing.assert_close(out, ref, atol=TOL[torch.float32][0], rtol=TOL[torch.float32][1])
+
+
+def test_deberta_flat_where_mask_is_viewed_with_the_scores():
+    """A where-mask on the flat scores (a [B*H, Sq, Sk] condition) is viewed to [B, H, Sq, Sk] with them, and
+    combines with the 4-d mask after the view in the graph's order."""
+    q, k, v, rel, allowed = _deberta_inputs()
+    drop = torch.rand(B * H, S, S, generator=torch.Generator().manual_seed(3)) < 0.3
+    drop[..., 0] = False
+    fn = functools.partial(deberta_attention, flat_op=lambda s: s.masked_fill(drop, torch.finfo(s.dtype).min))
+    recs = check(fn, q, k, v, rel, allowed)
+    assert matches(recs)[0].detail["mask"] == "add+fill+fill"
+
+
+@pytest.mark.parametrize("flat_op,reason", [
+    (lambda s: s.clamp(-5, 5), "aten.clamp_min between the attention scores [8, 8, 8]"),
+    (lambda s: s * 0.5, "the scores are scaled after the mask is added"),
+], ids=["clamp", "scaled after the bias"])
+def test_not_fired_deberta_flat_scores_op_sdpa_cannot_express(flat_op, reason):
+    """An op on the flat scores that SDPA cannot express is the near miss's reason (not the einsum hint), and the
+    views the match inserted are taken out again."""
+    q, k, v, rel, allowed = _deberta_inputs()
+    with torch.no_grad():
+        _, recs = check_not_fired(functools.partial(deberta_attention, flat_op=flat_op), q, k, v, rel, allowed,
+                                  reason=reason, tol=1e-5)
+    assert "aten.reshape" not in joint_stage(recs).ops_after
+    assert not any("einsum" in r for r in near_misses(recs))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("alibi_shape", ["per head", "per head and query", "shared"])
