@@ -399,25 +399,6 @@ def test_bloom_baddbmm_alibi_attention(decode_everywhere, dtype, alibi_shape, q_
     assert stage.ops_after.get("aten.reshape", 0) == (alibi_shape != "shared")  # the bias, viewed per (B, H)
 
 
-@pytest.mark.parametrize("dynamic", ["sequence", "batch"])
-def test_bloom_baddbmm_dynamic_shapes(dynamic):
-    """A symbolic sequence length; and a symbolic batch with the scores viewed back as [-1, H, Sq, Sk] (the bias's
-    view then takes the batch's size node)."""
-    q, k, v = qkv(heads_kv=H)
-    alibi, mask = _alibi(B * H, 1, S, torch.float32), padding_mask()
-    dims = ((q, 2), (k, 2), (v, 2), (alibi, 2), (mask, 2), (mask, 3)) if dynamic == "sequence" else (
-        (q, 0), (k, 0), (v, 0), (alibi, 0), (mask, 0))
-    for t, dim in dims:
-        torch._dynamo.mark_dynamic(t, dim)
-    fn = functools.partial(bloom_attention, infer_batch=dynamic == "batch")
-    with torch.no_grad():
-        ref = fn(q, k, v, alibi, mask)
-        out, recs = compile_with_records(fn, q, k, v, alibi, mask, patterns=PATTERN)
-    (m,) = matches(recs)
-    assert any(c.isalpha() for c in m.detail["q"])  # a symbolic size
-    torch.testing.assert_close(out, ref, atol=TOL[torch.float32][0], rtol=TOL[torch.float32][1])
-
-
 def test_bloom_baddbmm_with_a_scaled_bias_is_not_rewritten():
     """baddbmm(bias, q, kt, beta=0.5) scales the bias, which SDPA's mask would not; the inserted view of the bias
     is taken out again."""
@@ -482,19 +463,27 @@ def test_deberta_flat_scores_with_relative_bias(dtype, rel_shape):
     assert stage.ops_after.get("aten.reshape", 0) == 1 + rel_shape.startswith("per head")
 
 
+@pytest.mark.parametrize("form", ["bloom", "deberta"])
 @pytest.mark.parametrize("dynamic", ["sequence", "batch"])
-def test_deberta_flat_scores_dynamic_shapes(dynamic):
-    """A symbolic sequence length (the bias's and K's views take the symbolic sizes as nodes); a symbolic batch
-    with the scores viewed back as [-1, H, Sq, Sk]."""
-    q, k, v, rel, allowed = _deberta_inputs()
-    dims = ((q, 2), (k, 2), (v, 2), (rel, 1), (rel, 2), (allowed, 2), (allowed, 3)) if dynamic == "sequence" else (
-        (q, 0), (k, 0), (v, 0), (rel, 0), (allowed, 0))
+def test_flat_scores_dynamic_shapes(form, dynamic):
+    """A symbolic sequence length; and a symbolic batch with the scores viewed back as [-1, H, Sq, Sk]: the views
+    of the flat bias (Bloom's ALiBi, DeBERTa's relative bias) and of DeBERTa's K^T take the symbolic sizes as
+    nodes."""
+    if form == "bloom":
+        q, k, v = qkv(heads_kv=H)
+        bias, mask = _alibi(B * H, 1, S, torch.float32), padding_mask()
+        fn, seq_dims = bloom_attention, ((bias, 2), (mask, 2), (mask, 3))
+    else:
+        q, k, v, bias, mask = _deberta_inputs()
+        fn, seq_dims = deberta_attention, ((bias, 1), (bias, 2), (mask, 2), (mask, 3))
+    dims = ((q, 2), (k, 2), (v, 2), *seq_dims) if dynamic == "sequence" else (
+        (q, 0), (k, 0), (v, 0), (bias, 0), (mask, 0))
     for t, dim in dims:
         torch._dynamo.mark_dynamic(t, dim)
-    fn = functools.partial(deberta_attention, infer_batch=dynamic == "batch")
+    fn = functools.partial(fn, infer_batch=dynamic == "batch")
     with torch.no_grad():
-        ref = fn(q, k, v, rel, allowed)
-        out, recs = compile_with_records(fn, q, k, v, rel, allowed, patterns=PATTERN)
+        ref = fn(q, k, v, bias, mask)
+        out, recs = compile_with_records(fn, q, k, v, bias, mask, patterns=PATTERN)
     (m,) = matches(recs)
     assert any(c.isalpha() for c in m.detail["q"])  # a symbolic size
     torch.testing.assert_close(out, ref, atol=TOL[torch.float32][0], rtol=TOL[torch.float32][1])
