@@ -489,6 +489,21 @@ def test_flat_scores_dynamic_shapes(form, dynamic):
     torch.testing.assert_close(out, ref, atol=TOL[torch.float32][0], rtol=TOL[torch.float32][1])
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_gpu_deberta_flat_scores_with_relative_bias(dtype):
+    """On CUDA a fused SDPA kernel (not the math fallback) takes DeBERTa's form: the bias as a dense
+    [B, H, Sq, Sk] mask and K as the transposed view of K^T / scale; eager's result within tolerance."""
+    q, k, v, rel, allowed = (t.cuda() for t in _deberta_inputs(dtype))
+    with torch.no_grad():
+        ref = deberta_attention(q, k, v, rel, allowed)
+        out, recs = compile_with_records(deberta_attention, q, k, v, rel, allowed, patterns=PATTERN)
+    (m,) = matches(recs)
+    assert m.detail["kernel"] == "sdpa" and m.detail["mask"] == "add+fill"
+    assert any(op.startswith("aten._scaled_dot_product_") for op in joint_stage(recs).ops_after)
+    torch.testing.assert_close(out, ref, atol=2 * TOL[dtype][0] + 1e-4, rtol=2 * TOL[dtype][1])
+
+
 def test_deberta_flat_where_mask_is_viewed_with_the_scores():
     """A where-mask on the flat scores (a [B*H, Sq, Sk] condition) is viewed to [B, H, Sq, Sk] with them, and
     combines with the 4-d mask after the view in the graph's order."""
