@@ -191,6 +191,18 @@ def test_sweep_forward_matches_eager(name):
     assert not [e for r in recs for e in r.errors]
 
 
+def test_sweep_deberta_v1_with_captured_scalars(monkeypatch):
+    """DeBERTa (v1) breaks on an ``.item()`` inside its attention, between QK^T and the softmax; with Dynamo's
+    ``capture_scalar_outputs`` (what the report's hint for that break says) the model is one graph and both
+    layers' attentions (4-d matmuls, a relative-position bias, a masked_fill) become SDPA."""
+    monkeypatch.setattr(torch._dynamo.config, "capture_scalar_outputs", True)
+    build = _encoder("DebertaConfig", "DebertaModel", **SMALL, max_position_embeddings=64, relative_attention=True,
+                     pos_att_type=["p2c", "c2p"])
+    recs = _compiled_matches_eager(build, "eager", patterns=["attention_sdpa"])
+    assert len(recs) == 1
+    assert [m.detail["mask"] for m in recs[0].matches_for("attention_sdpa")] == ["add+fill", "add+fill"]
+
+
 # HF's sdpa attention, where the architecture has it
 @pytest.mark.parametrize("name", ["phi", "falcon_alibi", "gpt_neox", "qwen3_moe"])
 def test_sweep_forward_with_sdpa_attention_matches_eager(name):
