@@ -521,6 +521,56 @@ def test_build_breaks_merges_log_and_graph_events():
     assert only_graph.reason == "Data-dependent branching" and only_graph.between == [(1, 2)]
 
 
+def test_blocked_attention_across_a_call_that_breaks():
+    """A break inside a function called between QK^T and the softmax: the called function's graphs come next, and
+    the softmax starts the graph that resumes the matmul's function after the call (Dynamo's
+    ``torch_dynamo_resume_in_<fn>_at_<line>``). Only that resume counts: not another function's softmax, nor one
+    resumed before the matmul's line."""
+    site = ("/m.py", "forward", 10)
+    before = _ev(1, tail=["matmul"], tail_sites=[site])
+    callee = brk.GraphEvent(graph_id=2, graph_break=False, head_ops=["arange"], head_sites=[("/m.py", "bias", 30)])
+
+    def resumed(fn, file="/m.py"):
+        return brk.GraphEvent(graph_id=3, graph_break=False, head_ops=["add", "softmax"],
+                              head_sites=[(file, fn, 12), (file, fn, 13)])
+
+    bf = brk.blocked_across_a_call(before, resumed("torch_dynamo_resume_in_forward_at_11"))
+    assert bf.pattern == "attention_sdpa" and "graph 1" in bf.why and "graph 3" in bf.why and "line 11" in bf.why
+    twice = "torch_dynamo_resume_in_torch_dynamo_resume_in_forward_at_11_at_12"  # resumed after a second break
+    assert brk.blocked_across_a_call(before, resumed(twice))
+    for fn, file in [("torch_dynamo_resume_in_other_at_11", "/m.py"), ("forward", "/m.py"),
+                     ("torch_dynamo_resume_in_forward_at_9", "/m.py"),
+                     ("torch_dynamo_resume_in_forward_at_11", "/n.py")]:
+        assert brk.blocked_across_a_call(before, resumed(fn, file)) is None, (fn, file)
+    (b,) = brk.build_breaks([_ev(1, tail=["matmul"], tail_sites=[site], location="/m.py:31", reason="r"), callee,
+                             resumed("torch_dynamo_resume_in_forward_at_11")])
+    assert b.between == [(1, 2)] and [x.pattern for x in b.blocked] == ["attention_sdpa"]
+
+
+def _bias_that_breaks(q):
+    torch._dynamo.graph_break()  # MARK:call-break
+    return q.sum(-1, keepdim=True)
+
+
+class _AttentionBreakingInACall(nn.Module):
+    """q/k/v [2, 4, 8, 16] -> [2, 4, 8, 16]; the bias between QK^T and the softmax comes from a call that breaks."""
+
+    def forward(self, q, k, v):
+        s = torch.matmul(q, k.transpose(-1, -2))
+        s = s + _bias_that_breaks(q)
+        return torch.matmul(torch.softmax(s, dim=-1), v)
+
+
+def test_report_names_attention_blocked_by_a_break_in_a_call():
+    with torch.no_grad():
+        rep = fusion_passes.report(_AttentionBreakingInACall(), *(torch.randn(2, 4, 8, 16) for _ in range(3)),
+                                   patterns=["attention_sdpa"])
+    (b,) = rep.breaks
+    assert b.location == _line("call-break")
+    assert [x.pattern for x in b.blocked] == ["attention_sdpa"], b.between
+    assert "resumes forward" in b.blocked[0].why
+
+
 # ----------------------------------------------------------------------------------------------- audit: break places
 
 

@@ -23,12 +23,16 @@ heuristic below compares graphs that did not run back to back.
 
 Which fusion a break blocked is a heuristic on the Dynamo-level ops at the end of the graph before the break
 and the start of the graph after it (e.g. ``matmul`` then ``softmax``: QK^T and softmax were split, so
-attention -> SDPA could not match). It names likely losses; it does not prove them.
+attention -> SDPA could not match). A break inside a function called between the two (DeBERTa's ``.item()`` in its
+relative-position bias) puts that function's graphs in between: there the softmax starts the later graph in which
+Dynamo resumes the matmul's function after the call (``torch_dynamo_resume_in_<fn>_at_<line>``), and that pair is
+compared. It names likely losses; it does not prove them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import logging
 import os
@@ -43,7 +47,7 @@ from .. import graph_utils
 from .model import BlockedFusion, GraphBreak
 
 __all__ = ["BreakEvent", "GraphEvent", "capture_break_logs", "parse_log_message", "graph_event_info", "build_breaks",
-           "blocked_fusions"]
+           "blocked_fusions", "blocked_across_a_call"]
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _REPORT_DIR = os.path.dirname(__file__) + os.sep
@@ -88,6 +92,9 @@ class GraphEvent:
     tail_ops: list[str] = field(default_factory=list)
     head_linear_inputs: list[tuple] = field(default_factory=list)  # shapes of linears fed by graph inputs
     tail_linear_inputs: list[tuple] = field(default_factory=list)
+    # (file, function, line) of each head / tail op's innermost frame ("" / 0 where the op has no stack trace)
+    head_sites: list[tuple] = field(default_factory=list)
+    tail_sites: list[tuple] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------------------------------------ parsing
@@ -299,7 +306,17 @@ def graph_event_info(gm: fx.GraphModule) -> dict:
     info["head_linear_inputs"] = [_shape(n.args[0]) for n in head
                                   if _node_op(n) == "linear" and n.args and getattr(n.args[0], "op", "") == "placeholder"]
     info["tail_linear_inputs"] = [_shape(n.args[0]) for n in tail if _node_op(n) == "linear" and n.args]
+    info["head_sites"], info["tail_sites"] = [_site(n) for n in head], [_site(n) for n in tail]
     return info
+
+
+def _site(node: fx.Node) -> tuple:
+    """(file, function, line) of the innermost frame in ``node``'s stack trace, or ("", "", 0)."""
+    frames = list(_FRAME.finditer(node.meta.get("stack_trace") or ""))
+    if not frames:
+        return ("", "", 0)
+    last = frames[-1]
+    return (last["file"], last["fn"], int(last["line"]))
 
 
 # ------------------------------------------------------------------------------------------------ heuristics
@@ -341,6 +358,34 @@ def blocked_fusions(before: GraphEvent, after: GraphEvent) -> list[BlockedFusion
     return out
 
 
+# Dynamo names the function that continues a frame after a break ``torch_dynamo_resume_in_<fn>_at_<line>``
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>\w+?)_at_(?P<line>\d+)$")
+
+
+def _unresumed(fn: str) -> str:
+    """The user function a (possibly resumed, possibly twice) function name continues."""
+    m = _RESUME.match(fn)
+    return _unresumed(m["fn"]) if m else fn
+
+
+def blocked_across_a_call(before: GraphEvent, later: GraphEvent) -> BlockedFusion | None:
+    """Attention split by a break inside a function called between QK^T and the softmax (DeBERTa's ``.item()``
+    in its relative-position bias): the graphs of that call come between, so ``later``, a graph compiled after
+    ``before``, starts with the softmax in the function that resumes the matmul's frame after the call."""
+    for op, (file, fn, line) in zip(before.tail_ops, before.tail_sites):
+        if op not in _MATMUL or not file:
+            continue
+        for op2, (file2, fn2, _) in zip(later.head_ops, later.head_sites):
+            resumed = _RESUME.match(fn2)
+            if (op2 in _SOFTMAX and file2 == file and resumed and _unresumed(fn2) == _unresumed(fn)
+                    and int(resumed["line"]) >= line):
+                return BlockedFusion("attention_sdpa", f"the QK^T matmul ends graph {before.graph_id} and the "
+                                                       f"softmax starts graph {later.graph_id}, where Dynamo resumes "
+                                                       f"{_unresumed(fn)} after line {resumed['line']}, so attention "
+                                                       "-> SDPA cannot match")
+    return None
+
+
 # ------------------------------------------------------------------------------------------------ merge
 
 
@@ -378,10 +423,13 @@ def build_breaks(timeline: list) -> list[GraphBreak]:
         gb.skipped_frame = gb.skipped_frame or getattr(info, "skipped_frame", False)
         if len(info.user_stack) > len(gb.user_stack):
             gb.user_stack = list(info.user_stack)
-        if before is not None and after is not None:
-            for bf in blocked_fusions(before, after):
-                if bf.pattern not in {x.pattern for x in gb.blocked}:
-                    gb.blocked.append(bf)
+        found = blocked_fusions(before, after) if before is not None and after is not None else []
+        if before is not None and "attention_sdpa" not in {bf.pattern for bf in found}:
+            later = graphs[graphs.index(before) + 1:]
+            found += [bf for bf in map(functools.partial(blocked_across_a_call, before), later) if bf][:1]
+        for bf in found:
+            if bf.pattern not in {x.pattern for x in gb.blocked}:
+                gb.blocked.append(bf)
     return list(by_key.values())
 
 
