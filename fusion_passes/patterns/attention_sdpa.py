@@ -156,6 +156,7 @@ aten = torch.ops.aten
 prims = torch.ops.prims
 
 _FLATTEN = (aten.view, aten._unsafe_view, aten.reshape)
+_RESHAPING = (aten.permute, aten.transpose, aten.unsqueeze, aten.squeeze, aten.expand)  # other layout-only ops
 # torch.einsum's attention reaches the graph as 5-d unsqueeze / permute / view chains around each bmm
 _EINSUM_HINT = " (permutes around the bmm, as torch.einsum writes attention, are not followed: use matmul)"
 _MAX_CHAIN = 16  # ops between the two bmms we are willing to walk
@@ -296,13 +297,15 @@ def _softmax_at(x: fx.Node) -> _Softmax | None:
     if len(amax) != 1 or len(users) != 2:
         return None
     amax = amax[0]
-    sub = next((u for u in users if is_op(u, aten.sub) and u.args[:2] == (x, amax)), None)
+    sub = next((u for u in users if is_op(u, aten.sub) and u.args[:2] == (x, amax) and u.kwargs.get("alpha", 1) == 1),
+               None)
     exp = sub and sole_user(sub)
     if exp is None or len(amax.users) != 1 or not is_op(exp, aten.exp) or len(exp.users) != 2:
         return None
     total = next((u for u in exp.users if is_op(u, aten.sum) and u.args[0] is exp), None)
     div = total and sole_user(total)
-    if div is None or not is_op(div, aten.div) or div.args[:2] != (exp, total) or div not in exp.users:
+    if (div is None or not is_op(div, aten.div) or div.args[:2] != (exp, total) or div not in exp.users
+            or div.kwargs.get("rounding_mode") is not None):
         return None
     dims = list(amax.args[1]) if len(amax.args) > 1 else []
     keep = (amax.args[2] if len(amax.args) > 2 else False) and (total.args[2] if len(total.args) > 2 else False)
@@ -515,10 +518,10 @@ def _scores_in_batch_dims(bmm1: fx.Node, batch: tuple, attn: _Attention, grad_en
         try:
             _scores_op(user, node, attn)
         except _Miss as miss:
-            if node is not bmm1:  # the flat scores pass an op SDPA cannot express: that is the reason
-                miss.report = miss.report and _attention_ahead(node)
-                raise
-            break
+            if node is bmm1 and is_op(user, *_FLATTEN, *_RESHAPING):  # einsum's 5-d views: the hint below
+                break
+            miss.report = miss.report and _attention_ahead(node)  # an op SDPA cannot express: that is the reason
+            raise
         attn.chain.append(user)
         node = user
     raise _Miss(bmm1, "the scores bmm is not viewed back to the query's batch dims" + _EINSUM_HINT,
@@ -607,6 +610,9 @@ def _scores_op(op: fx.Node, prev: fx.Node, attn: _Attention) -> None:
         other = op.args[1] if op.args[0] is prev else op.args[0]
         if is_op(op, aten.div) and op.args[0] is not prev:
             raise _Miss(op, "the scores are the divisor of a div")
+        if op.kwargs.get("rounding_mode") is not None:  # floor(s / c) or trunc(s / c): not a scale
+            raise _Miss(op, f"the scores are divided with rounding_mode={op.kwargs['rounding_mode']!r}, which "
+                            "SDPA's scale does not round")
         if attn.mask:
             raise _Miss(op, "the scores are scaled after the mask is added: SDPA scales before adding the mask")
         number = _const_scalar(other)

@@ -515,14 +515,17 @@ def test_deberta_flat_where_mask_is_viewed_with_the_scores():
     assert matches(recs)[0].detail["mask"] == "add+fill+fill"
 
 
-@pytest.mark.parametrize("flat_op,reason", [
-    (lambda s: s.clamp(-5, 5), "aten.clamp_min between the attention scores [8, 8, 8]"),
-    (lambda s: s * 0.5, "the scores are scaled after the mask is added"),
-], ids=["clamp", "scaled after the bias"])
-def test_not_fired_deberta_flat_scores_op_sdpa_cannot_express(flat_op, reason):
+@pytest.mark.parametrize("flat_op,reason,rel_shape", [
+    (lambda s: s.clamp(-5, 5), "aten.clamp_min between the attention scores [8, 8, 8]", "per head and query"),
+    (lambda s: s * 0.5, "the scores are scaled after the mask is added", "per head and query"),
+    # the first op on the flat scores: its own reason, not einsum's hint
+    (lambda s: s.masked_fill(torch.eye(S, dtype=torch.bool), 0.0), "masked scores are filled with 0.0", "none"),
+    (lambda s: torch.div(s, 0.5, rounding_mode="floor"), "divided with rounding_mode='floor'", "none"),
+], ids=["clamp", "scaled after the bias", "first op a zero fill", "first op a floor division"])
+def test_not_fired_deberta_flat_scores_op_sdpa_cannot_express(flat_op, reason, rel_shape):
     """An op on the flat scores that SDPA cannot express is the near miss's reason (not the einsum hint), and the
     views the match inserted are taken out again."""
-    q, k, v, rel, allowed = _deberta_inputs()
+    q, k, v, rel, allowed = _deberta_inputs(rel_shape=rel_shape)
     with torch.no_grad():
         _, recs = check_not_fired(functools.partial(deberta_attention, flat_op=flat_op), q, k, v, rel, allowed,
                                   reason=reason, tol=1e-5)
@@ -661,6 +664,34 @@ def test_softmax_over_non_last_dim_without_attention_after_it_is_left_alone():
     stage = joint_stage(recs)
     assert stage.ops_after == stage.ops_before  # no permutes added: no bmm with V for Inductor to match
     torch.testing.assert_close(out, ref)
+
+
+@pytest.mark.parametrize("mode", ["floor", "trunc"])
+def test_not_fired_scores_divided_with_a_rounding_mode(mode):
+    """``torch.div(scores, c, rounding_mode=...)`` rounds each quotient: not the scale SDPA applies (it fired as
+    scale 1/c before session 44's audit, off by up to 1.6)."""
+    def attention(q, k, v):
+        w = torch.div(torch.matmul(q, k.transpose(-1, -2)), 0.5, rounding_mode=mode)
+        return torch.matmul(torch.softmax(w, dim=-1), v)
+
+    with torch.no_grad():
+        check_not_fired(attention, *qkv(heads_kv=H), reason=f"divided with rounding_mode='{mode}'", tol=1e-5)
+
+
+def test_not_fired_softmax_normalised_with_a_rounding_mode():
+    """A softmax written out whose normalisation is ``div(e, e.sum(), rounding_mode="floor")`` is not a softmax
+    (before session 44's audit it was taken for one: SDPA, off by 2.6)."""
+    def attention(q, k, v):
+        s = torch.matmul(q, k.transpose(-1, -2))
+        e = (s - s.amax(-1, keepdim=True)).exp()
+        return torch.matmul(torch.div(e, e.sum(-1, keepdim=True), rounding_mode="floor"), v)
+
+    args = qkv(heads_kv=H)
+    with torch.no_grad():
+        ref = attention(*args)
+        out, recs = compile_with_records(attention, *args, patterns=PATTERN)
+    assert matches(recs) == [] and SDPA_CPU not in joint_stage(recs).ops_after
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
 
 
 def test_not_fired_einsum_attention_says_why():
