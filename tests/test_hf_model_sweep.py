@@ -191,14 +191,15 @@ def test_sweep_forward_matches_eager(name):
     assert not [e for r in recs for e in r.errors]
 
 
-def test_sweep_deberta_v1_with_captured_scalars(monkeypatch):
+def test_sweep_deberta_v1_with_captured_scalars():
     """DeBERTa (v1) breaks on an ``.item()`` inside its attention, between QK^T and the softmax; with Dynamo's
     ``capture_scalar_outputs`` (what the report's hint for that break says) the model is one graph and both
     layers' attentions (4-d matmuls, a relative-position bias, a masked_fill) become SDPA."""
-    monkeypatch.setattr(torch._dynamo.config, "capture_scalar_outputs", True)
     build = _encoder("DebertaConfig", "DebertaModel", **SMALL, max_position_embeddings=64, relative_attention=True,
                      pos_att_type=["p2c", "c2p"])
-    recs = _compiled_matches_eager(build, "eager", patterns=["attention_sdpa"])
+    # config.patch, not monkeypatch: in torch 2.14 the name is an alias that monkeypatch's undo breaks for the process
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        recs = _compiled_matches_eager(build, "eager", patterns=["attention_sdpa"])
     assert len(recs) == 1
     assert [m.detail["mask"] for m in recs[0].matches_for("attention_sdpa")] == ["add+fill", "add+fill"]
 
