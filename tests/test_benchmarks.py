@@ -275,6 +275,44 @@ def test_grid_barrier_probe_fused_kernel_matches_tiny_interpreted():
     assert run.stdout.count("equal to separate True, counter 1, flag 0") == 2, run.stdout
 
 
+def test_pdl_preload_probe_kernel_matches_torch_tiny_interpreted():
+    """The PDL probe's kernel (PDL off: the interpreter has no griddepcontrol) computes each linear of a decode
+    layer as torch does, for every config it would time, with a K that is not a power of two among them."""
+
+    if reason := interpreter_blocker():
+        pytest.skip(reason)
+    script = Path(__file__).parent.parent / "benchmarks" / "probe_pdl_preload.py"
+    run = subprocess.run([sys.executable, str(script), "--tiny"], env={**os.environ, "TRITON_INTERPRET": "1"},
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    for linear in ("qkv", "o", "gate_up", "down"):
+        assert run.stdout.count(f"tiny {linear} ") >= 8, run.stdout  # R 1..16 (where it divides N) x 4 / 8 warps
+
+
+def test_pdl_preload_probe_requests_every_weight_row_before_the_wait_for_hopper():
+    """What the probe measures holds in the sm_90 SASS: the program lets the next kernel launch (PREEXIT), issues
+    all its weight loads (evict-first) before griddepcontrol.wait (ACQBULK), and every other load (x, the
+    residual: what an earlier kernel writes) after it."""
+    hopper = pytest.importorskip("tests.kernels.test_compile_for_hopper")
+    import re
+
+    import probe_pdl_preload
+
+    if hopper.GPUTarget is None or os.environ.get("TRITON_INTERPRET") == "1" or probe_pdl_preload.gdc_wait is None:
+        pytest.skip("needs triton's compiler with griddepcontrol")
+    ptrs = ("x_ptr", "w_ptr", "u_ptr", "res_ptr", "out_ptr")
+    for k, r, gated, res in ((2048, 16, False, True), (2048, 4, True, False), (8192, 4, False, True)):
+        asm = hopper.compile_for_hopper(probe_pdl_preload.preload_gemv_kernel, dict.fromkeys(ptrs, "*bf16"), dict(
+            K=k, KP=k, R=r, GATED=gated, RES=res, READ_ONLY=False, PDL=True), aligned=ptrs, num_warps=8)
+        ins = [m.group(1) for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);", hopper.cuobjdump(asm["cubin"], "-sass"))]
+        wait = next(i for i, s in enumerate(ins) if s.startswith("ACQBULK"))
+        assert any(s.startswith("PREEXIT") for s in ins[:wait]), (k, r)
+        loads = [(i, s.split()[0]) for i, s in enumerate(ins) if s.startswith("LDG")]
+        weights = [i for i, op in loads if ".EF" in op]
+        assert len(weights) == r * k * (1 + gated) * 2 // 16 // 256, (k, r, gated)  # 128-bit loads, 256 threads
+        assert max(weights) < wait < min(i for i, op in loads if ".EF" not in op), (k, r, loads, wait)
+
+
 def test_split_gemv_probe_mma_design_runs_on_the_tensor_cores_for_hopper():
     """The mma design is what its name says once compiled for sm_90: MMA instructions, with x on either side."""
     hopper = pytest.importorskip("tests.kernels.test_compile_for_hopper")

@@ -1,0 +1,311 @@
+"""Decode GEMVs that load their weights before waiting for the kernel before them (programmatic dependent launch).
+
+    python benchmarks/probe_pdl_preload.py                        # GPU: llama-1b shapes, table + JSON
+    python benchmarks/probe_pdl_preload.py --shapes 1b 8b         # ... and the 8B shapes
+    TRITON_INTERPRET=1 python benchmarks/probe_pdl_preload.py --tiny   # CPU: values only (PDL off)
+
+The small GEMVs that miss #8's per-GEMV target (1B q/k/v and o) cannot reach it as kernels that each start from
+nothing: a kernel that only reads their bytes gets 55-66 % of the copy bandwidth (README "Where we lose"). The fixed
+cost is at each kernel's start and end: the launch, the first HBM round trip, the last programs' tail, during which
+HBM idles. Session 12 launched the shipped tiled kernel with PDL and had each program request only its *first K
+tile* (2-4 rows x 1024 columns) before ``griddepcontrol.wait``: no gain. Session 41's grid barrier (two GEMVs in one
+persistent kernel) saved at most 0.9 us a pair. This probe tries the form neither did: a weight is a parameter that
+no kernel of the step writes, so each program can load its *whole* block of weight rows ([R, K], whole rows, held
+in registers) before it waits, and only then read x (which the previous kernel writes), multiply and store:
+
+    kernel i:  launch_dependents()           # kernel i+1 may be scheduled as soon as every program of i has started
+               w = W_i[rows, :]               # [R, K] (and U_i's rows: gate/up), straight from HBM
+               griddepcontrol.wait()          # kernel i-1 has finished and its stores are visible
+               x = x_i[:]; y = epilogue(w @ x)   # + residual (o, down), silu(g) * u (gate/up)
+               out_i[rows] = y
+
+Programs of kernel i+1 that find room on an SM while kernel i still runs (its last wave, its tail) stream their rows
+during it, so HBM keeps busy across the boundary. Nothing after the wait can see a stale value: every load of data
+another kernel writes, and every store, comes after it.
+
+Chains, each captured in one CUDA graph, 16 repetitions with distinct weights (every byte from HBM):
+    per shape:  16 GEMVs of one linear back to back (q/k/v, o, gate/up, down): us per GEMV
+    layer:      q/k/v -> o (+residual, reading q's slice) -> gate/up (silu * mul) -> down (+residual), 16 layers
+Variants: ``shipped`` (fusion_passes' decode_gemv, gemv_table's configs; no norms, as here), ``probe`` (this kernel,
+plain launches), ``probe+pdl`` (launched with PDL, weights loaded before the wait), ``read`` / ``read+pdl`` (the
+same kernel reading only its weights: the floor of each form). Every probe config is checked against torch, and the
+PDL chain's output must equal the plain chain's bit for bit (same code, same config).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # fusion_passes (shipped)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_e2e import copy_bandwidth_gbs  # noqa: E402
+from common import environment  # noqa: E402
+
+try:
+    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+except ImportError:  # pragma: no cover - triton before 3.3: the PDL variants cannot be built
+    gdc_launch_dependents = gdc_wait = None
+
+
+@triton.jit
+def preload_gemv_kernel(x_ptr, w_ptr, u_ptr, res_ptr, out_ptr, K: tl.constexpr, KP: tl.constexpr, R: tl.constexpr,
+                        GATED: tl.constexpr, RES: tl.constexpr, READ_ONLY: tl.constexpr, PDL: tl.constexpr):
+    """out[rows] = epilogue(W[rows, :] @ x), rows = pid * R + [0, R); W, U [N, K] row-major, x [K], out [N];
+    KP: K rounded up to a power of two (the tile's width, masked past K)."""
+    rows = tl.program_id(0) * R + tl.arange(0, R)
+    cols = tl.arange(0, KP)
+    offs = rows[:, None] * K + cols[None, :]
+    k_ok = (cols < K)[None, :]
+    if PDL:
+        gdc_launch_dependents()
+    w = tl.load(w_ptr + offs, mask=k_ok, other=0.0, eviction_policy="evict_first")
+    u = w
+    if GATED:
+        u = tl.load(u_ptr + offs, mask=k_ok, other=0.0, eviction_policy="evict_first")
+    if PDL:  # below: reads of what earlier kernels write, and this kernel's stores
+        gdc_wait()
+    if READ_ONLY:
+        y = tl.sum(w.to(tl.float32), 1)
+        if GATED:
+            y += tl.sum(u.to(tl.float32), 1)
+    else:
+        x = tl.load(x_ptr + cols, mask=cols < K, other=0.0).to(tl.float32)
+        y = tl.sum(w.to(tl.float32) * x[None, :], 1).to(tl.bfloat16).to(tl.float32)  # eager rounds each matmul
+        if GATED:
+            up = tl.sum(u.to(tl.float32) * x[None, :], 1).to(tl.bfloat16).to(tl.float32)
+            y = (y / (1.0 + tl.exp(-y))).to(tl.bfloat16).to(tl.float32) * up
+        if RES:
+            y = y + tl.load(res_ptr + rows).to(tl.float32)
+    tl.store(out_ptr + rows, y.to(out_ptr.dtype.element_ty))
+
+
+# ------------------------------------------------------------------------------------------------ host side
+
+SHAPES = {  # name: (hidden, ffn, q/k/v outputs)
+    "1b": (2048, 8192, 3072),
+    "8b": (4096, 14336, 6144),
+    "tiny": (64, 96, 96),  # a K of 96: the tile masked past K
+}
+LINEARS = ("qkv", "o", "gate_up", "down")
+MAX_BLOCK = 32768  # elements of one weight a program holds (8 warps: 128 bf16 a thread)
+
+
+def dims(shape: str, linear: str) -> tuple[int, int, bool, bool]:
+    """(N, K, gated, residual) of a linear."""
+    h, f, nqkv = SHAPES[shape]
+    return {"qkv": (nqkv, h, False, False), "o": (h, h, False, True), "gate_up": (f, h, True, False),
+            "down": (h, f, False, True)}[linear]
+
+
+class Linear:
+    """One linear's tensors: W (, U) [N, K], its input x [1, K], residual and output [1, N]."""
+
+    def __init__(self, shape, linear, device, dtype=torch.bfloat16):
+        self.n, self.k, self.gated, self.res_on = dims(shape, linear)
+        r = lambda *s: torch.randn(*s, device=device, dtype=dtype)  # noqa: E731
+        self.w = r(self.n, self.k) * self.k**-0.5
+        self.u = r(self.n, self.k) * self.k**-0.5 if self.gated else None
+        self.x = r(1, self.k)
+        self.res = r(1, self.n) if self.res_on else None
+        self.out = torch.empty(1, self.n, device=device, dtype=dtype)
+
+    def bytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.w, self.u) if t is not None)
+
+    def reference(self, x=None) -> torch.Tensor:
+        x = self.x if x is None else x
+        y = x @ self.w.t()
+        if self.gated:
+            y = torch.nn.functional.silu(y) * (x @ self.u.t())
+        return y + self.res if self.res_on else y
+
+
+def launch(lin: Linear, x, cfg: dict, read_only=False):
+    """This probe's kernel for ``lin`` on input x [1, K]: cfg R (rows per program), warps, pdl."""
+    r, pdl = cfg["R"], cfg["pdl"]
+    opts = dict(num_warps=cfg["warps"])
+    if pdl:
+        opts["launch_pdl"] = True
+    preload_gemv_kernel[(lin.n // r,)](x, lin.w, lin.u if lin.gated else lin.w, lin.res if lin.res_on else lin.out,
+                                       lin.out, lin.k, triton.next_power_of_2(lin.k), r, lin.gated, lin.res_on, read_only, pdl, **opts)
+    return lin.out
+
+
+def launch_shipped(lin: Linear, x):
+    from fusion_passes.kernels import gemv  # noqa: F401  (registers the op)
+    if lin.gated or lin.res_on:
+        ws = (lin.w, lin.u, None)
+    else:  # q/k/v as the step launches it: three weights (row slices of W), one launch
+        h = lin.k
+        ws = (lin.w[:h], lin.w[h:h + (lin.n - h) // 2], lin.w[h + (lin.n - h) // 2:])
+    lin.out_shipped = torch.ops.fusion_passes.decode_gemv(x, *ws, None, 1e-5, 0.0, True, lin.res, lin.gated)
+    return lin.out_shipped
+
+
+def configs(lin: Linear, pdl: bool):
+    for r in (1, 2, 4, 8, 16):
+        if r * triton.next_power_of_2(lin.k) <= MAX_BLOCK and lin.n % r == 0:
+            for warps in (4, 8):
+                yield dict(R=r, warps=warps, pdl=pdl)
+
+
+def time_graph(step, reps=20) -> float:
+    """us per replay of ``step()`` captured in one CUDA graph (best of 3 rounds of ``reps`` replays)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        step()  # warm-up (compiles)
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        step()
+    g.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    best = float("inf")
+    for _ in range(3):
+        start.record()
+        for _ in range(reps):
+            g.replay()
+        end.record()
+        torch.cuda.synchronize()
+        best = min(best, start.elapsed_time(end) * 1000 / reps)
+    return best
+
+
+def chain_inputs(lins: list[Linear]) -> list:
+    """The input each link of a chain reads: the previous link's output where the widths fit (its first K columns:
+    q's slice for o), else the link's own x. Stream order serialises the links either way."""
+    xs, prev = [], None
+    for lin in lins:
+        xs.append(prev[:, :lin.k] if prev is not None and prev.shape[1] >= lin.k else lin.x)
+        prev = lin.out
+    return xs
+
+
+def rel_err(out, ref) -> float:
+    return float((out.float() - ref.float()).abs().max() / ref.float().abs().max())
+
+
+def tiny() -> int:
+    """Every linear of the tiny shape in the interpreter, PDL off: the kernel equals torch to bf16 rounding."""
+    torch.manual_seed(0)
+    for linear in LINEARS:
+        lin = Linear("tiny", linear, "cpu")
+        for cfg in configs(lin, False):
+            err = rel_err(launch(lin, lin.x, cfg), lin.reference())
+            print(f"tiny {linear} {cfg}: rel err {err:.4f}")
+            if err > 0.02:
+                raise SystemExit(f"{linear} {cfg}: the probe kernel computed something else")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tiny", action="store_true")
+    ap.add_argument("--shapes", nargs="+", default=["1b"])
+    ap.add_argument("--layers", type=int, default=16)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "pdl_preload_probe.json"))
+    args = ap.parse_args()
+    if args.tiny:
+        return tiny()
+    if gdc_wait is None:
+        raise SystemExit("this triton has no griddepcontrol ops (triton.language.extra.cuda.gdc_wait)")
+    dev = torch.device("cuda")
+    bw = copy_bandwidth_gbs("cuda") / 1e3  # TB/s
+    rows, summary = [], []
+
+    def record(**row):
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
+    for shape in args.shapes:
+        torch.manual_seed(0)
+        chains = {linear: [Linear(shape, linear, dev) for _ in range(args.layers)] for linear in LINEARS}
+        best = {}  # (linear, variant) -> (us, cfg)
+        for linear, lins in chains.items():
+            xs = chain_inputs(lins)
+            ideal = lins[0].bytes() / (bw * 1e12) * 1e6
+
+            def run(variant, cfg, step):
+                us = time_graph(step) / len(lins)
+                record(shape=shape, chain=linear, variant=variant, cfg=cfg, us_per_gemv=round(us, 3),
+                       pct_copy_bw=round(100 * ideal / us, 1))
+                if (linear, variant) not in best or us < best[(linear, variant)][0]:
+                    best[(linear, variant)] = (us, cfg)
+                return us
+
+            run("shipped", {}, lambda: [launch_shipped(lin, x) for lin, x in zip(lins, xs)])
+            for pdl in (False, True):
+                for cfg in configs(lins[0], pdl):
+                    try:
+                        err = rel_err(launch(lins[0], lins[0].x, cfg), lins[0].reference())
+                    except Exception as e:  # noqa: BLE001 - a config that does not compile is skipped
+                        print("skip", linear, cfg, type(e).__name__, str(e)[:120])
+                        continue
+                    if err > 0.02:
+                        record(shape=shape, chain=linear, variant="probe", cfg=cfg, invalid=f"rel err {err:.4f}")
+                        continue
+                    run("probe+pdl" if pdl else "probe", cfg, lambda: [launch(lin, x, cfg) for lin, x in zip(lins, xs)])
+            for pdl in (False, True):
+                cfg = dict(best[(linear, "probe+pdl" if pdl else "probe")][1])
+                run("read+pdl" if pdl else "read", cfg,
+                    lambda: [launch(lin, x, cfg, read_only=True) for lin, x in zip(lins, xs)])
+            # the PDL form must compute what the plain one does: same code, same config, bit for bit
+            cfg = dict(best[(linear, "probe+pdl")][1])
+            for pdl in (False, True):
+                torch.cuda.synchronize()
+                for lin, x in zip(lins, xs):
+                    launch(lin, x, {**cfg, "pdl": pdl})
+                torch.cuda.synchronize()
+                outs = [lin.out.clone() for lin in lins]
+                if not pdl:
+                    plain = outs
+            same = all(torch.equal(a, b) for a, b in zip(plain, outs))
+            record(shape=shape, chain=linear, check="pdl chain equals plain chain", cfg=cfg, equal=same)
+            if not same:
+                raise SystemExit(f"{shape} {linear}: the PDL chain differs from the plain chain")
+            for variant in ("shipped", "probe", "probe+pdl", "read", "read+pdl"):
+                us, cfg = best[(linear, variant)]
+                summary.append(dict(shape=shape, chain=linear, variant=variant, cfg=cfg, us_per_gemv=round(us, 3),
+                                    pct_copy_bw=round(100 * ideal / us, 1)))
+
+        # the layer: q/k/v -> o -> gate/up -> down, each linear at its best config per variant
+        layer = [chains[linear][i] for i in range(args.layers) for linear in LINEARS]
+        xs = chain_inputs(layer)
+        layer_bytes = sum(chains[linear][0].bytes() for linear in LINEARS)
+        ideal = layer_bytes / (bw * 1e12) * 1e6
+        steps = {"shipped": lambda: [launch_shipped(lin, x) for lin, x in zip(layer, xs)]}
+        for variant in ("probe", "probe+pdl"):
+            picks = {linear: best[(linear, variant)][1] for linear in LINEARS}
+            steps[variant] = (lambda picks: lambda: [launch(lin, x, picks[LINEARS[j % 4]])
+                                                     for j, (lin, x) in enumerate(zip(layer, xs))])(picks)
+        for variant, step in steps.items():
+            us = time_graph(step) / args.layers
+            row = dict(shape=shape, chain="layer", variant=variant, us_per_gemv=None, us_per_layer=round(us, 3),
+                       pct_copy_bw=round(100 * ideal / us, 1))
+            record(**row)
+            summary.append(row)
+
+    print(f"\ncopy bandwidth {bw:.2f} TB/s; best config per variant (us per GEMV, or per layer; % of copy bandwidth)")
+    print(f"{'shape':6} {'chain':8} {'variant':10} {'us':>8} {'%bw':>6}  cfg")
+    for r in summary:
+        us = r["us_per_gemv"] if r["us_per_gemv"] is not None else r["us_per_layer"]
+        print(f"{r['shape']:6} {r['chain']:8} {r['variant']:10} {us:8.2f} {r['pct_copy_bw']:6.1f}  {r.get('cfg', '')}")
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(dict(**environment("cuda"), copy_tb_s=bw, summary=summary, rows=rows), f, indent=1)
+    print("wrote", args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
