@@ -94,7 +94,7 @@ SHAPES = {  # name: (hidden, ffn, q/k/v outputs)
     "tiny": (64, 96, 96),  # a K of 96: the tile masked past K
 }
 LINEARS = ("qkv", "o", "gate_up", "down")
-MAX_BLOCK = 32768  # elements of one weight a program holds (8 warps: 128 bf16 a thread)
+MAX_PER_THREAD = 256  # weight elements a thread holds (bf16, two a register)
 
 
 def dims(shape: str, linear: str) -> tuple[int, int, bool, bool]:
@@ -151,8 +151,8 @@ def launch_shipped(lin: Linear, x):
 
 def configs(lin: Linear, pdl: bool):
     for r in (1, 2, 4, 8, 16):
-        if r * triton.next_power_of_2(lin.k) <= MAX_BLOCK and lin.n % r == 0:
-            for warps in (4, 8):
+        for warps in (2, 4, 8):
+            if r * triton.next_power_of_2(lin.k) * (1 + lin.gated) <= MAX_PER_THREAD * 32 * warps and lin.n % r == 0:
                 yield dict(R=r, warps=warps, pdl=pdl)
 
 
@@ -294,17 +294,21 @@ def main() -> int:
                        pct_copy_bw=round(100 * ideal / us, 1))
             record(**row)
             summary.append(row)
+        save(args.out, bw, summary, rows)  # after each shape: a run cut short keeps what it measured
+    return 0
 
+
+def save(out: str, bw: float, summary: list, rows: list) -> None:
+    """Print the summary table and write the JSON (environment, copy bandwidth, summary, every row)."""
     print(f"\ncopy bandwidth {bw:.2f} TB/s; best config per variant (us per GEMV, or per layer; % of copy bandwidth)")
     print(f"{'shape':6} {'chain':8} {'variant':10} {'us':>8} {'%bw':>6}  cfg")
     for r in summary:
         us = r["us_per_gemv"] if r["us_per_gemv"] is not None else r["us_per_layer"]
         print(f"{r['shape']:6} {r['chain']:8} {r['variant']:10} {us:8.2f} {r['pct_copy_bw']:6.1f}  {r.get('cfg', '')}")
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
         json.dump(dict(**environment("cuda"), copy_tb_s=bw, summary=summary, rows=rows), f, indent=1)
-    print("wrote", args.out)
-    return 0
+    print("wrote", out)
 
 
 if __name__ == "__main__":

@@ -70,6 +70,8 @@
 #   bash benchmarks/run_gpu.sh earlyloads  # (session 34, commit 188a3a8) the persistent loop's loads kept ahead of its
 #                                          # dot: its tests on CUDA, the chain vs shipped, the decode_gemv GPU tests
 #   bash benchmarks/run_gpu.sh earlyloads_configs  # (session 34, commit 188a3a8) its persistent configs vs shipped
+#   bash benchmarks/run_gpu.sh pdl [shapes]  # (session 45) GEMVs loading their weights before griddepcontrol.wait
+#                                        # (PDL) vs plain launches, shipped and read floors (probe_pdl_preload.py)
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -663,8 +665,12 @@ case "${1:-}" in
       "$ncu_bin" --import "$rep.ncu-rep" --csv --page raw > "${rep}_raw.csv"
       python3 benchmarks/ncu_gemv.py --model "$model" --layers 4 --summarize "$rep.csv" --raw "${rep}_raw.csv"
     done ;;
+  pdl)  # (session 45) design 22: GEMVs launched with PDL that load their whole weight block before waiting, vs
+        # plain launches, the shipped kernels and the read floors; per shape and per layer chain (1B, 8B)
+    timeout 500 python3 benchmarks/probe_pdl_preload.py --shapes ${2:-1b 8b} --out "$OUT/pdl_preload_probe.json" \
+      2>&1 | grep -v Warn | tail -50 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl" >&2
      exit 2 ;;
 esac
