@@ -23,7 +23,7 @@ from torch._inductor import config as inductor_config
 from torch._inductor import metrics
 
 from . import records
-from .kernels import access_memo
+from .kernels import access_memo, pdl
 from .records import PassError
 from .pass_manager import HOOK_CONFIG, FusionGraphPass
 from .static_cudagraphs import StaticCudaGraphs, blocker
@@ -81,15 +81,19 @@ class FusionBackend:
             raise ValueError(f"unknown Inductor option(s) {bad}; see torch._inductor.list_options() for valid ones")
         return opts
 
-    def config_patches(self, grad_enabled: bool, trees: bool = False) -> dict[str, Any]:
-        """Inductor config for one compile: ``_inductor_options(trees)`` plus our passes in their hooks."""
+    def config_patches(self, grad_enabled: bool, trees: bool = False, static: bool = False) -> dict[str, Any]:
+        """Inductor config for one compile: ``_inductor_options(trees)`` plus our passes in their hooks; ``static``:
+        the graph will run as one of our static CUDA graphs."""
         patches = self._inductor_options(trees)
+        graphed = static or pdl.compiling_for_graphs() or bool(
+            patches.get("triton.cudagraphs", inductor_config.triton.cudagraphs))
         for hook, attr in HOOK_CONFIG.items():
             families = tuple(n for n in self.patterns if get_family(n).HOOK == hook)
             if not families:
                 continue
             chained = patches.get(attr, getattr(inductor_config, attr))
-            patches[attr] = FusionGraphPass(hook, families, chained=chained, grad_enabled=grad_enabled)
+            patches[attr] = FusionGraphPass(hook, families, chained=chained, grad_enabled=grad_enabled,
+                                            graphed=graphed)
         return patches
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], mode: str | None = None,
@@ -117,7 +121,8 @@ class FusionBackend:
         fell_back = False
         try:
             with records.active(rec), access_memo.memoized():
-                compiled = compile_fx(gm, example_inputs, config_patches=self.config_patches(grad_enabled, trees))
+                patches = self.config_patches(grad_enabled, trees, static=static and static_blocker is None)
+                compiled = compile_fx(gm, example_inputs, config_patches=patches)
         except Exception as e:
             if (not (rec.matches or rec.sizes_moved) or isinstance(e, torch._dynamo.exc.RestartAnalysis)
                     or os.environ.get("FUSION_PASSES_RAISE") == "1"):

@@ -194,13 +194,14 @@ def _same_size(size: torch.SymInt, seen: dict) -> tuple | None:
 _ERASABLE = ("call_function", "get_attr")
 
 
-def depends_on(node: fx.Node, targets) -> bool:
-    """Whether any of ``targets`` is ``node`` or one of its inputs, transitively."""
+def depends_on(node: fx.Node, targets=(), where=None) -> bool:
+    """Whether any of ``targets`` (or a node for which ``where(node)`` holds) is ``node`` or one of its inputs,
+    transitively."""
     targets = set(targets)
     stack, seen = [node], set()
     while stack:
         n = stack.pop()
-        if n in targets:
+        if n in targets or (where is not None and where(n)):
             return True
         if n not in seen:
             seen.add(n)

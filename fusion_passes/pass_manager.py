@@ -49,6 +49,7 @@ class PassContext:
     hook: str
     record: records.GraphRecord | None
     grad_enabled: bool  # the graph records gradients (backend.records_gradients): rewrites must keep them exact
+    graphed: bool = False  # the compiled graph will be replayed from a CUDA graph (kernels.pdl's "auto" policy)
 
     @property
     def graph_id(self) -> int:
@@ -131,11 +132,13 @@ def _warn_once(pattern: str, message: str) -> None:
 class FusionGraphPass(CustomGraphPass):
     """The pass installed in one hook: runs ``families`` in order, then the user's pass it replaced."""
 
-    def __init__(self, hook: str, families: tuple[str, ...], chained: Any = None, grad_enabled: bool = False):
+    def __init__(self, hook: str, families: tuple[str, ...], chained: Any = None, grad_enabled: bool = False,
+                 graphed: bool = False):
         self.hook = hook
         self.families = tuple(families)
         self.chained = chained  # the user's pass(es) that were in this hook before us
         self.grad_enabled = grad_enabled
+        self.graphed = graphed
 
     def __call__(self, graph: fx.Graph) -> None:
         rec = records.current()
@@ -172,7 +175,8 @@ class FusionGraphPass(CustomGraphPass):
 
     def _run_family(self, name: str, graph: fx.Graph, rec) -> None:
         family = get_family(name)
-        ctx = PassContext(pattern=name, hook=self.hook, record=rec, grad_enabled=self.grad_enabled)
+        ctx = PassContext(pattern=name, hook=self.hook, record=rec, grad_enabled=self.grad_enabled,
+                          graphed=self.graphed)
         saved = graph_utils.snapshot(graph)
         n_matches = len(rec.matches) if rec else 0
         start = time.perf_counter()
@@ -211,7 +215,8 @@ class FusionGraphPass(CustomGraphPass):
         keys = [f"{name}={get_family(name).cache_key()}" for name in self.families
                 if hasattr(get_family(name), "cache_key")]  # run-time settings that change the graphs
         file_hash = _file_hash(files)
-        parts = [self.hook, ",".join(self.families), str(self.grad_enabled), file_hash, torch.__version__, *keys]
+        parts = [self.hook, ",".join(self.families), str(self.grad_enabled), str(self.graphed), file_hash,
+                 torch.__version__, *keys]
         for user_pass in _as_tuple(self.chained):
             uid = user_pass.uuid() if isinstance(user_pass, CustomGraphPass) else None
             if uid is None:

@@ -41,6 +41,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch import fx
 
+from .kernels import pdl
 from .kernels.packed_linear import weight_moves
 
 __all__ = ["StaticCudaGraphs", "blocker", "cuda_graph_step", "MAX_GRAPHS"]
@@ -265,6 +266,10 @@ class GraphedStep:
     def __call__(self, *args, **kwargs):
         if self.skip_reason is not None or not _cuda_available():
             return self.fn(*args, **kwargs)
+        with pdl.graphed_compile():  # what Dynamo compiles during these calls is replayed from our graph
+            return self._call(args, kwargs)
+
+    def _call(self, args: tuple, kwargs: dict):
         moves = weight_moves()
         if moves != self.weight_moves:  # the graphs read weights at addresses since freed
             self.weight_moves = moves
@@ -296,10 +301,12 @@ class GraphedStep:
             self._skip(f"{MAX_GRAPHS} argument signatures already captured")
         elif not all(map(_capturable, tensors)):
             self._skip("a tensor argument is not on a CUDA device")
-        else:
-            out_spec: list = [None]
-            runner = StaticCudaGraphs(self._flat_fn(leaves, spec, out_spec), tensors, on_skip=self._skip)
-            self.runners[key] = (runner, out_spec)
+        if self.skip_reason is not None:
+            with pdl.graphed_compile(False):  # never captured
+                return self.fn(*args, **kwargs)
+        out_spec: list = [None]
+        runner = StaticCudaGraphs(self._flat_fn(leaves, spec, out_spec), tensors, on_skip=self._skip)
+        self.runners[key] = (runner, out_spec)
         return self.fn(*args, **kwargs)
 
     def _flat_fn(self, leaves: list, spec, out_spec: list) -> Callable:

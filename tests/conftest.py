@@ -46,10 +46,11 @@ def transformers_major() -> int:
     return int(pytest.importorskip("transformers").__version__.split(".")[0])
 
 
-def apply_on_fake_cuda(family, fn, *shapes, dtype=torch.bfloat16):
+def apply_on_fake_cuda(family, fn, *shapes, dtype=torch.bfloat16, graphed=False):
     """Trace ``fn`` on fake CUDA tensors of ``shapes`` (no GPU needed: how the CUDA rewrites are tested on CPU),
-    run ``family``'s pass on the ATen graph with autograd off; return (GraphModule, GraphRecord). A shape may
-    be ``(shape, dtype)`` for a tensor of another dtype (positions: int64)."""
+    run ``family``'s pass on the ATen graph with autograd off (``graphed``: as in a compile for CUDA graphs);
+    return (GraphModule, GraphRecord). A shape may be ``(shape, dtype)`` for a tensor of another dtype
+    (positions: int64)."""
     from torch._inductor.decomposition import select_decomp_table
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -59,7 +60,7 @@ def apply_on_fake_cuda(family, fn, *shapes, dtype=torch.bfloat16):
         args = [torch.empty(s, dtype=t, device="cuda") for s, t in specs]
         gm = make_fx(fn, select_decomp_table(), tracing_mode="real")(*args)
         gm.graph.eliminate_dead_code()  # unused dtype casts the decompositions leave (Inductor's graphs have none)
-        rec = apply_family(family, gm.graph)
+        rec = apply_family(family, gm.graph, graphed=graphed)
     assert_kernels_get_every_parameter(gm.graph)
     return gm, rec
 
@@ -87,13 +88,14 @@ def post_grad_like(fn, args, decompose=True):
     return make_fx(fn, select_decomp_table() if decompose else None, tracing_mode="fake")(*args)
 
 
-def apply_family(family, graph):
-    """Run ``family``'s pass on ``graph`` with autograd off, linting after; return its GraphRecord."""
+def apply_family(family, graph, graphed=False):
+    """Run ``family``'s pass on ``graph`` with autograd off (``graphed``: in a compile for CUDA graphs), linting
+    after; return its GraphRecord."""
     from fusion_passes import records
     from fusion_passes.pass_manager import PassContext
 
     rec = records.GraphRecord(graph_id=0, patterns=(family.NAME,))
-    family.apply(graph, PassContext(family.NAME, family.HOOK, rec, grad_enabled=False))
+    family.apply(graph, PassContext(family.NAME, family.HOOK, rec, grad_enabled=False, graphed=graphed))
     graph.lint()
     return rec
 

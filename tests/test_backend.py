@@ -151,8 +151,8 @@ def test_backend_string_takes_torch_compiles_mode_and_options(monkeypatch):
     seen = []
     real = FusionBackend.config_patches
 
-    def spy(self, grad_enabled, trees=False):
-        patches = real(self, grad_enabled, trees)
+    def spy(self, grad_enabled, trees=False, static=False):
+        patches = real(self, grad_enabled, trees, static)
         seen.append((patches.get("triton.cudagraphs", False), patches.get("max_autotune", False)))
         return patches
 

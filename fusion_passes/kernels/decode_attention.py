@@ -40,7 +40,8 @@ from typing import Optional
 import torch
 from torch.library import triton_op, wrap_triton
 
-from . import ieee_fp32_dot, is_interpreted
+from . import ieee_fp32_dot, is_interpreted, pdl
+from .pdl import gdc_launch_dependents, gdc_wait  # noqa: F401 - the kernels' PDL branches call them
 
 try:
     import triton
@@ -61,7 +62,7 @@ WRITTEN = ("M_PART", "L_PART", "ACC_PART", "OUT")  # the kernels' arguments they
 
 _lib = torch.library.Library("fusion_passes", "FRAGMENT")
 _lib.define("decode_attention(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale, bool is_causal, "
-            "float softcap=0.0, Tensor? prefetch=None) -> Tensor")
+            "float softcap=0.0, Tensor? prefetch=None, bool pdl=False) -> Tensor")
 _LINE_BYTES = 128  # one L2 line: one prefetch request
 
 
@@ -99,11 +100,16 @@ if triton is not None:
         PREFETCH: tl.constexpr,  # request PF's lines into L2 first (CUDA only: PTX)
         PF_PER: tl.constexpr,  # PF elements per program, a multiple of 128 lines
         PF_LINE: tl.constexpr,  # PF elements per 128-byte line
+        PDL: tl.constexpr,  # launched with programmatic dependent launch (kernels.pdl)
     ):  # fmt: skip
         PRECISION: tl.constexpr = "ieee" if IEEE_F32 else None  # None: Triton's default
+        if PDL:  # the combine kernel, then the o GEMV (loading its weights), may start while this one runs
+            gdc_launch_dependents()
         if PREFETCH:  # before anything else, so the lines arrive while this program computes
             program = tl.program_id(0) * tl.num_programs(1) + tl.program_id(1)
             prefetch_l2(PF, program.to(tl.int64) * PF_PER, PF_N, PF_PER, PF_LINE)
+        if PDL:  # q and the caches come from the kernel before (the q/k/v GEMV)
+            gdc_wait()
         scale = tl.full([], scale, tl.float32)  # Inductor passes a Python float as fp64: keep the softmax in fp32
         softcap = tl.full([], softcap, tl.float32)
         pid = tl.program_id(0)
@@ -162,9 +168,13 @@ if triton is not None:
         so_b, so_h, so_s,
         H_KV, SQ, DV, N_SPLITS,
         GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_DV: tl.constexpr,
+        PDL: tl.constexpr,
     ):  # fmt: skip
         """One program per (batch x KV head, query row): rescale the splits' partial results (the attention
         kernel's M_PART / L_PART / ACC_PART) and sum them."""
+        if PDL:
+            gdc_launch_dependents()
+            gdc_wait()
         pid = tl.program_id(0)
         row = tl.program_id(1)
         b = pid // H_KV
@@ -210,11 +220,12 @@ def _use_triton(q: torch.Tensor) -> bool:
 
 
 def _launch(q, k, v, mask, scale, is_causal, out, traced: bool, softcap: float = 0.0,
-            prefetch: Optional[torch.Tensor] = None) -> None:
+            prefetch: Optional[torch.Tensor] = None, pdl_launch: bool = False) -> None:
     """The two kernels over q [B, H, Sq, D], k/v [B, Hkv, Sk, D|Dv] (last dims contiguous), mask None or
     [B, H, Sq, Sk] (strides 0 where it broadcasts) into ``out``;
     ``traced``: through ``wrap_triton``, so that tracing puts the kernels themselves into the graph;
-    ``prefetch``: a tensor whose lines to request into L2 (on CUDA; the interpreter has no PTX)."""
+    ``prefetch``: a tensor whose lines to request into L2 (on CUDA; the interpreter has no PTX);
+    ``pdl_launch``: both launched with programmatic dependent launch where the GPU has it (not traced)."""
     b, h, sq, dim = q.shape
     h_kv, sk, dv = k.shape[1], k.shape[2], v.shape[3]
     ms = mask.stride() if mask is not None else (0, 0, 0, 0)
@@ -232,6 +243,8 @@ def _launch(q, k, v, mask, scale, is_causal, out, traced: bool, softcap: float =
     l_part = torch.empty(parts, dtype=torch.float32, device=q.device)
     acc_part = torch.empty((parts, block_dv), dtype=torch.float32, device=q.device)
     launch = wrap_triton if traced and q.device.type == "cuda" else (lambda kernel: kernel)
+    with_pdl = pdl_launch and not traced and pdl.supported(q.device)
+    launch_opts = {"launch_pdl": True} if with_pdl else {}
     # every constexpr passed, defaults or not: Inductor's launcher for a traced user kernel takes no defaults
     pf = dict(PREFETCH=False, PF_PER=0, PF_LINE=1)
     if prefetch is not None and prefetch.is_cuda and not INTERPRETED:
@@ -249,12 +262,12 @@ def _launch(q, k, v, mask, scale, is_causal, out, traced: bool, softcap: float =
         GROUP=group, HAS_MASK=mask is not None, IS_CAUSAL=is_causal, SOFTCAP=softcap != 0.0, BLOCK_M=block_m,
         BLOCK_N=block_n,
         BLOCK_D=max(16, triton.next_power_of_2(dim)), BLOCK_DV=block_dv, IEEE_F32=ieee_fp32_dot(q.dtype), **pf,
-        num_warps=4, num_stages=2,
+        PDL=with_pdl, num_warps=4, num_stages=2, **launch_opts,
     )  # fmt: skip
     launch(_combine_kernel)[(b * h_kv, group * sq)](
         m_part, l_part, acc_part, out, out.stride(0), out.stride(1), out.stride(2), h_kv, sq, dv, splits,
         GROUP=group, BLOCK_M=block_m, BLOCK_S=max(2, triton.next_power_of_2(splits)), BLOCK_DV=block_dv,
-        num_warps=1,
+        PDL=with_pdl, num_warps=1, **launch_opts,
     )  # fmt: skip
 
 
@@ -265,7 +278,7 @@ def prefetch_shares(t: torch.Tensor, programs: int) -> dict:
 
 
 def _attention(q, k, v, mask, scale, is_causal, traced: bool, softcap: float = 0.0,
-               prefetch: Optional[torch.Tensor] = None) -> torch.Tensor:
+               prefetch: Optional[torch.Tensor] = None, pdl_launch: bool = False) -> torch.Tensor:
     b, h, sq, dim = q.shape
     h_kv, dv = k.shape[1], v.shape[3]
     if not q.dtype == k.dtype == v.dtype:  # as SDPA; the kernel would not compile for mixed operands
@@ -281,7 +294,7 @@ def _attention(q, k, v, mask, scale, is_causal, traced: bool, softcap: float = 0
     if not _offsets_fit(q, k, v, mask):
         return reference(q, k, v, mask, scale, is_causal, softcap)
     out = torch.empty((b, h, sq, dv), dtype=q.dtype, device=q.device)
-    _launch(q, k, v, mask, scale, is_causal, out, traced, softcap, prefetch)
+    _launch(q, k, v, mask, scale, is_causal, out, traced, softcap, prefetch, pdl_launch)
     return out
 
 
@@ -298,11 +311,12 @@ def _offsets_fit(q, k, v, mask) -> bool:
     return all(span < 2**31 for span in spans)
 
 
-def _impl(q, k, v, mask, scale, is_causal, softcap=0.0, prefetch=None):
-    return _attention(q, k, v, mask, scale, is_causal, traced=False, softcap=softcap, prefetch=prefetch)
+def _impl(q, k, v, mask, scale, is_causal, softcap=0.0, prefetch=None, pdl=False):
+    return _attention(q, k, v, mask, scale, is_causal, traced=False, softcap=softcap, prefetch=prefetch,
+                      pdl_launch=pdl)
 
 
-def _fake(q, k, v, mask, scale, is_causal, softcap=0.0, prefetch=None):
+def _fake(q, k, v, mask, scale, is_causal, softcap=0.0, prefetch=None, pdl=False):
     return q.new_empty((*q.shape[:3], v.shape[-1]))
 
 

@@ -86,13 +86,15 @@ capture it); elsewhere the same math runs in plain torch; with ``TRITON_INTERPRE
 tensors (how it is tested without a GPU).
 """
 
+import contextvars
 import functools
 from typing import Optional
 
 import torch
 from torch.library import triton_op, wrap_triton
 
-from . import gemv_table, ieee_fp32_dot, is_interpreted
+from . import gemv_table, ieee_fp32_dot, is_interpreted, pdl
+from .pdl import gdc_launch_dependents, gdc_wait  # noqa: F401 - the kernel's PDL branch calls them
 
 try:
     import triton
@@ -348,6 +350,7 @@ if triton is not None:
         ACC1D: tl.constexpr,  # M = 1 only: reduce each tile into [BLOCK_N] (registers for one tile, not two)
         PERSIST: tl.constexpr,  # M = 1, BLOCK_K >= K only: programs per SM of the persistent form (0: tiled)
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
+        PDL: tl.constexpr,  # launched with programmatic dependent launch (kernels.pdl): weights first, then the wait
     ):
         T = X.dtype.element_ty
         PRECISION: tl.constexpr = "ieee" if IEEE_F32 else None  # None: Triton's default (TF32 for fp32)
@@ -356,10 +359,8 @@ if triton is not None:
         pid = tl.program_id(0)
         rm = tl.arange(0, BLOCK_M)
         m_ok = rm < M
-        pos = rm * 0
-        if CACHE_MASK != 0:
-            pos = _cache_positions(IDX, rm, seq_len, cache_len, IDX_BASE)
-
+        if PDL:
+            gdc_launch_dependents()
         if PERSIST:
             # x, normalised once, stays in registers; the program takes column blocks pid, pid + P, ... of every
             # weight, each one tile of whole rows, and requests the next block's rows before reducing this one's
@@ -369,8 +370,17 @@ if triton is not None:
             if CONCAT_W == 3:
                 n_blocks += tl.cdiv(N2 // PAIR, BLOCK_N)
             step = tl.num_programs(0)
+            # the first block's rows: parameters, which no kernel of the step writes, so with PDL they stream in
+            # while the kernel before this one finishes
             w, u = _load_block(W0, W1, W2, N0, N1, N2, pid, K, CONCAT_W, PAIR, ROPE, ROPE_DIM, SILU_MUL,
                                TWO, BLOCK_N, BLOCK_K)
+        if PDL:  # below: reads of what earlier kernels write (x, residual, cos / sin, positions), and every store
+            gdc_wait()
+        pos = rm * 0
+        if CACHE_MASK != 0:
+            pos = _cache_positions(IDX, rm, seq_len, cache_len, IDX_BASE)
+
+        if PERSIST:
             rk = tl.arange(0, BLOCK_K)
             xf = tl.load(X + rk[None, :], mask=rk[None, :] < K, other=0.0).to(tl.float32)  # [1, BLOCK_K]
             if HAS_NORM:  # the exact form: eager's roundings, the whole row in one tile
@@ -607,10 +617,12 @@ def _block_m(m: int) -> int:
 def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y,
             rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0, prefetch: Optional[bool] = None,
             caches=(None, None, None), cache_index=None, index_base: bool = False,
-            config: Optional[dict] = None, biases=(None, None, None), gelu_tanh: bool = False):
+            config: Optional[dict] = None, biases=(None, None, None), gelu_tanh: bool = False,
+            pdl_launch: bool = False):
     """Launch the kernel into ``y``; ``config`` (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages) skips the
     autotuner (the interpreter always does: it would time every config), and then the compiled kernel is returned
-    (its ``n_regs`` and ``n_spills``, for the benchmarks)."""
+    (its ``n_regs`` and ``n_spills``, for the benchmarks). ``pdl_launch``: launched by Triton's launcher with
+    programmatic dependent launch where the GPU has it (``kernels.pdl``), never through ``wrap_triton``."""
     m, k = x.shape
     concat = 1 if (silu_mul or residual is not None) else 1 + (w1 is not None) + (w2 is not None)
     n0 = w0.shape[0]
@@ -626,6 +638,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         return (blocks,)
 
     seq_len, cache_len, head_dim, *cache_strides = _cache_layout(caches, cache_index, index_base, m)
+    launch_pdl = pdl_launch and pdl.supported(x.device)
     meta = dict(
         CONCAT_W=concat,
         HAS_NORM=norm_weight is not None,
@@ -645,6 +658,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         IDX_BASE=index_base,
         BLOCK_M=_block_m(int(m)),
         IEEE_F32=ieee_fp32_dot(x.dtype),
+        PDL=launch_pdl,
     )
     args = (
         x, norm_weight, w0, w1 if w1 is not None else w0, w2 if w2 is not None else w0,
@@ -667,9 +681,13 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
                              f"BLOCK_K = {config['BLOCK_K']}")
         if x.device.type == "cuda":  # the interpreter takes no compiler options
             config = _with_register_cap(config)
+        if launch_pdl:
+            config["launch_pdl"] = True
         return _gemv_kernel[grid(config)](*args, **meta, **config)
+    kernel = _gemv_m16 if meta["BLOCK_M"] > 1 else _m1_kernel(x.device, meta, k, n0, n1, n2, prefetch)
+    if launch_pdl:
+        kernel[grid](*args, **meta, launch_pdl=True)
     else:
-        kernel = _gemv_m16 if meta["BLOCK_M"] > 1 else _m1_kernel(x.device, meta, k, n0, n1, n2, prefetch)
         wrap_triton(kernel)[grid](*args, **meta)
 
 
@@ -767,7 +785,7 @@ def decode_gemv(
 def _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos, rope_sin, rope_dim,
          rope_weights, caches=(None, None, None), cache_index=None, index_base=False,
          biases=(None, None, None), gelu_tanh=False) -> torch.Tensor:
-    """Both ops' body: the kernel on CUDA (or in the interpreter), else the torch reference."""
+    """Every op's body: the kernel on CUDA (or in the interpreter), else the torch reference."""
     if rope_weights and (silu_mul or residual is not None or rope_dim % 2
                          or any(w is not None and w.shape[0] % rope_dim for w in (w0, w1, w2))):
         raise ValueError("decode_gemv: rope needs concatenated outputs whose widths are multiples of an even rope_dim")
@@ -791,7 +809,7 @@ def _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu
     y = torch.empty((x.shape[0], _out_width(w0, w1, w2, residual, silu_mul)), dtype=x.dtype, device=x.device)
     _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y, rope_cos, rope_sin,
             rope_dim, rope_weights, caches=caches, cache_index=cache_index, index_base=index_base, biases=biases,
-            gelu_tanh=gelu_tanh)
+            gelu_tanh=gelu_tanh, pdl_launch=_PDL_LAUNCH.get())
     return y
 
 
@@ -821,8 +839,8 @@ def _check_biases(x, weights, biases, single_output: bool) -> None:
 
 
 @decode_gemv.register_fake
-def _(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos=None, rope_sin=None,
-      rope_dim=0, rope_weights=0, bias0=None, bias1=None, bias2=None, gelu_tanh=False):
+def _decode_gemv_fake(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos=None,
+                      rope_sin=None, rope_dim=0, rope_weights=0, bias0=None, bias1=None, bias2=None, gelu_tanh=False):
     return x.new_empty((x.shape[0], _out_width(w0, w1, w2, residual, silu_mul)))
 
 
@@ -863,9 +881,35 @@ def decode_gemv_kv_write(
 
 
 @decode_gemv_kv_write.register_fake
-def _(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, rope_cos, rope_sin, rope_dim, rope_weights, cache0,
-      cache1, cache2, cache_index, index_base=False, bias0=None, bias1=None, bias2=None):
+def _kv_write_fake(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, rope_cos, rope_sin, rope_dim, rope_weights,
+                   cache0, cache1, cache2, cache_index, index_base=False, bias0=None, bias1=None, bias2=None):
     return x.new_empty((x.shape[0], _out_width(w0, w1, w2, None, False)))
+
+
+# The same ops launched with programmatic dependent launch (``kernels.pdl``): extern ops of the same schemas, which
+# Inductor calls through the dispatcher (Python on every call: for steps replayed from CUDA graphs). Each runs its
+# op eagerly (no tracing: Triton's launcher, which takes ``launch_pdl``) with ``_PDL_LAUNCH`` set. Defined with the
+# low-level Library API, as ``decode_attention``: a ``custom_op`` wrapper costs more per call.
+_PDL_LAUNCH: contextvars.ContextVar[bool] = contextvars.ContextVar("fusion_passes_gemv_pdl", default=False)
+_lib = torch.library.Library("fusion_passes", "FRAGMENT")
+PDL_TWINS: dict = {}  # op overload -> its PDL twin
+
+
+def _define_pdl_twin(op) -> None:
+    """``fusion_passes::<op>_pdl``: ``op`` (an OpOverload of ours) launched with PDL."""
+    name = op._schema.name.split("::")[1] + "_pdl"
+    _lib.define(name + str(op._schema)[len(op._schema.name):])
+
+    def run(*args, **kwargs):
+        token = _PDL_LAUNCH.set(True)
+        try:
+            return op(*args, **kwargs)
+        finally:
+            _PDL_LAUNCH.reset(token)
+
+    _lib.impl(name, run, "CompositeExplicitAutograd")
+    torch.library.register_fake(f"fusion_passes::{name}", _FAKES[op], lib=_lib)
+    PDL_TWINS[op] = getattr(torch.ops.fusion_passes, name).default
 
 
 def _check_cache_args(x, weights, caches, cache_index, index_base: bool) -> None:
@@ -899,3 +943,9 @@ def write_cache_reference(y: torch.Tensor, widths: list[int], caches, cache_inde
             b, h, _, d = cache.shape
             cache[:, :, cache_index] = y[:, start:start + width].reshape(b, -1, h, d).transpose(1, 2)
         start += width
+
+
+_FAKES = {torch.ops.fusion_passes.decode_gemv.default: _decode_gemv_fake,
+          torch.ops.fusion_passes.decode_gemv_kv_write.default: _kv_write_fake}
+for _op in _FAKES:
+    _define_pdl_twin(_op)

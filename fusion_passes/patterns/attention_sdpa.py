@@ -112,14 +112,14 @@ from ..graph_utils import (
     copy_stack_trace, dtype_cast, dtype_of, erase_dead, is_op, known_equal, op_name, same_shape, shape_of, sole_user,
     tensor_bytes, val,
 )
-from ..kernels import decode_attention as decode_kernel
+from ..kernels import decode_attention as decode_kernel, pdl
 
 NAME = "attention_sdpa"
 HOOK = "joint"
 DESCRIPTION = ("eager attention (bmm -> scale -> mask -> softmax -> bmm, incl. repeat_kv GQA) -> one SDPA call; "
                "SDPA over repeat_kv -> SDPA(enable_gqa), a constant causal mask -> is_causal; "
                "at q_len <= 16 on CUDA both -> a GQA decode kernel")
-DEPENDS = (decode_kernel, linears)
+DEPENDS = (decode_kernel, linears, pdl)
 
 DECODE_POLICY_ENV = "FUSION_PASSES_DECODE_ATTENTION"
 DECODE_POLICIES = ("auto", "always")
@@ -150,7 +150,7 @@ def prefetch_policy() -> str:
 
 
 def cache_key() -> str:
-    return f"{decode_policy()},{inline_policy()},{prefetch_policy()}"
+    return f"{decode_policy()},{inline_policy()},{prefetch_policy()},pdl={pdl.policy()}"
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -1154,9 +1154,10 @@ def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
     return out if nan_rows is None else torch.where(nan_rows, math.nan, out)
 
 
-def _insert_sdpa(graph: fx.Graph, attn: _Attention, masks: dict) -> list[fx.Node]:
+def _insert_sdpa(graph: fx.Graph, attn: _Attention, masks: dict, graphed: bool) -> list[fx.Node]:
     """Trace the SDPA replacement on the matched tensors' fake values and splice it in before ``attn.output``;
-    ``masks``: the decode masks already materialised in this graph (filled as they are made)."""
+    ``masks``: the decode masks already materialised in this graph (filled as they are made); ``graphed``: the
+    compile is for CUDA graphs (where PDL is wanted the decode kernel stays an extern op, ``kernels.pdl``)."""
     from torch._guards import detect_fake_mode
     from torch._inductor.pattern_matcher import fwd_only
 
@@ -1184,7 +1185,8 @@ def _insert_sdpa(graph: fx.Graph, attn: _Attention, masks: dict) -> list[fx.Node
         inserted = _share_decode_mask(graph, node, inserted, masks)
         if prefetch_policy() == "on":  # (off CUDA the op ignores it: the decode policy "always", for tests)
             _prefetch_next_weight(node, attn)
-    if val(attn.q).device.type == "cuda" and inline_policy() == "on":
+    device = val(attn.q).device
+    if device.type == "cuda" and inline_policy() == "on" and not pdl.wanted(device, graphed):
         inserted = [m for n in inserted for m in _inline_decode_kernel(graph, n)]
     copy_stack_trace([attn.output, attn.chain[0]], inserted)
     return inserted
@@ -1376,11 +1378,12 @@ def _sdpa_bool_mask(mask: fx.Node) -> _MaskTerm:
     return _MaskTerm("add", mask)
 
 
-def _insert_sdpa_or_repeated(graph: fx.Graph, attn: _Attention, masks: dict, gain_without_gqa: bool) -> list[fx.Node]:
+def _insert_sdpa_or_repeated(graph: fx.Graph, attn: _Attention, masks: dict, gain_without_gqa: bool,
+                             graphed: bool) -> list[fx.Node]:
     """``_insert_sdpa``; where SDPA has no fused kernel for the GQA form here (fp32 on CUDA; a mask on a GPU
     without cuDNN's), with the repeated K/V as matched instead, if the rewrite still gains without GQA."""
     try:
-        return _insert_sdpa(graph, attn, masks)
+        return _insert_sdpa(graph, attn, masks, graphed)
     except _Miss as miss:
         if not attn.repeated_kv or attn.decode:  # repeated_kv: GQA was chosen over repeat_kv's copies
             raise
@@ -1392,7 +1395,7 @@ def _insert_sdpa_or_repeated(graph: fx.Graph, attn: _Attention, masks: dict, gai
     attn.k, attn.v, n = attn.repeated_kv
     attn.chain = attn.chain[:n]
     attn.enable_gqa = False
-    return _insert_sdpa(graph, attn, masks)
+    return _insert_sdpa(graph, attn, masks, graphed)
 
 
 def _rewrite_sdpa_calls(graph: fx.Graph, ctx, masks: dict, proofs: dict) -> None:
@@ -1402,7 +1405,8 @@ def _rewrite_sdpa_calls(graph: fx.Graph, ctx, masks: dict, proofs: dict) -> None
             if attn is None:
                 continue
             order = {n: i for i, n in enumerate(graph.nodes)}
-            inserted = _insert_sdpa_or_repeated(graph, attn, masks, gain_without_gqa=bool(attn.mask_dropped))
+            inserted = _insert_sdpa_or_repeated(graph, attn, masks, gain_without_gqa=bool(attn.mask_dropped),
+                                                graphed=ctx.graphed)
         except _Miss as miss:
             ctx.near_miss(miss.node, miss.reason)
             continue
@@ -1445,7 +1449,7 @@ def apply(graph: fx.Graph, ctx) -> None:
         saved = 2 * tensor_bytes(bmm1)  # the [*batch, Sq, Sk] scores and weights are no longer written and read
         order = {n: i for i, n in enumerate(graph.nodes)}
         try:
-            inserted = _insert_sdpa_or_repeated(graph, attn, masks, gain_without_gqa=True)
+            inserted = _insert_sdpa_or_repeated(graph, attn, masks, gain_without_gqa=True, graphed=ctx.graphed)
         except _Miss as miss:
             erase_dead(graph, made)
             ctx.near_miss(miss.node, miss.reason)

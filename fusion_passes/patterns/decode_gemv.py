@@ -67,14 +67,14 @@ import torch.fx as fx
 
 from .. import graph_utils, linears
 from ..graph_utils import dtype_of, erase_dead, is_op, known_equal, same_shape, shape_of, sole_user, val
-from ..kernels import gemv, gemv_table
+from ..kernels import decode_attention, gemv, gemv_table, pdl
 from . import env_policy, residual_norm
 
 NAME = "decode_gemv"
 HOOK = "post_grad"
 DESCRIPTION = ("decode-sized linears (M <= 16) + RMSNorm prologue / SiLU*mul / residual / RoPE epilogue "
                "-> one GEMV kernel")
-DEPENDS = (gemv, gemv_table, linears, residual_norm)
+DEPENDS = (gemv, gemv_table, linears, residual_norm, pdl)
 
 POLICY_ENV = "FUSION_PASSES_DECODE_GEMV"
 POLICIES = ("auto", "always")
@@ -112,7 +112,7 @@ def kv_write_policy() -> str:
 
 def cache_key() -> str:
     return (f"{policy()}/rope={rope_policy()}/kv_write={kv_write_policy()}/table={gemv_table.policy()}"
-            f"/norm={gemv_table.norm_policy()}")
+            f"/norm={gemv_table.norm_policy()}/pdl={pdl.policy()}")
 
 
 class _NoMatch(Exception):
@@ -134,6 +134,7 @@ def apply(graph: fx.Graph, ctx) -> None:
         from torch._inductor.pattern_matcher import stable_topological_sort
 
         stable_topological_sort(graph)  # once per graph, not per rewrite
+    _launch_attention_with_pdl(graph, ctx)
 
 
 def _try(ctx, node: fx.Node, rewrite) -> bool:
@@ -237,11 +238,13 @@ def _fuse_residual(graph: fx.Graph, mm: fx.Node, ctx) -> None:
     fake = linears.FakeEval(val(add))
     with graph.inserting_before(add):
         res2 = fake.call(graph, aten.reshape.default, residual, [m, n])
-        outs, inserted = _insert_op(graph, [lin.x2, lin.weight, None, None, None, 0.0, 0.0, False, res2, False], fake)
+        outs, inserted = _insert_op(graph, [lin.x2, lin.weight, None, None, None, 0.0, 0.0, False, res2, False], fake,
+                                    _pdl_launch(lin.x2, ctx))
         y = fake.call(graph, aten.reshape.default, outs[0], list(val(add).shape))
     graph_utils.copy_stack_trace([add], [res2, *inserted, y])
     ctx.matched([mm, add], inserted, anchor=add,
-                detail={"epilogue": "residual add", "shape": [m, lin.k, n], "weight": lin.weight.name},
+                detail={"epilogue": "residual add", "shape": [m, lin.k, n], "weight": lin.weight.name,
+                        **_launch_detail(inserted)},
                 saved_bytes=2 * graph_utils.tensor_bytes(add))  # the GEMM output is neither written nor re-read
     add.replace_all_uses_with(y)
     erase_dead(graph, [add, out, mm, *mm.args])
@@ -313,6 +316,7 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx, tables: dict) -> None:
     # concatenated outputs take their biases into the kernel (added before the rotation, one rounding as addmm)
     biases = [None] * 3 if gated is not None else [*[lin.bias for lin in lins], *[None] * (3 - len(lins))]
     rope_args = rope_args or [None, None, 0, 0]
+    pdl_launch = _pdl_launch(norm.x, ctx)
     with graph.inserting_after(anchor):
         if writes:
             args = [x2, *weights, *tail[:4], *rope_args]
@@ -321,15 +325,16 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx, tables: dict) -> None:
             index = next(w.index for w in writes if w)
             base = _position_base(index)
             position = [base, True] if base is not None else [index, False]
+            op = gemv.PDL_TWINS[_KV_OP] if pdl_launch else _KV_OP
             outs, inserted = graph_utils.insert_traced(
-                graph, _KV_OP, _without_defaults(_KV_OP, [*args, *caches, *position, *biases]),
+                graph, op, _without_defaults(op, [*args, *caches, *position, *biases]),
                 written=("Y", "C0", "C1", "C2"), mutated=mutated)
         else:
             gelu = gated is not None and gated[3] == "gelu_tanh"
-            outs, inserted = _insert_op(graph, [x2, *weights, *tail, *rope_args, *biases, gelu], fake)
+            outs, inserted = _insert_op(graph, [x2, *weights, *tail, *rope_args, *biases, gelu], fake, pdl_launch)
     replaced = [*norm.interior, norm.y, *(lin.mm for lin in lins)]
     detail = {"prologue": f"rms_norm ({norm.form})", "shape": [m, k, [lin.width for lin in lins]],
-              "weights": [lin.weight.name for lin in lins]}
+              "weights": [lin.weight.name for lin in lins], **_launch_detail(inserted)}
     last = inserted[-1]
     if gated is not None:
         final, _, chain, act = gated
@@ -709,10 +714,57 @@ def _without_defaults(op, args: list) -> list:
     return args
 
 
-def _insert_op(graph: fx.Graph, args: list, fake: linears.FakeEval) -> tuple[list[fx.Node], list[fx.Node]]:
-    """The op on the nodes' values: traced (Inductor emits the Triton kernel) on CUDA, one node elsewhere."""
+def _insert_op(graph: fx.Graph, args: list, fake: linears.FakeEval,
+               pdl_launch: bool = False) -> tuple[list[fx.Node], list[fx.Node]]:
+    """The op on the nodes' values: traced (Inductor emits the Triton kernel) on CUDA, or its PDL twin
+    (``pdl_launch``: an extern op); one node elsewhere."""
     args = _without_defaults(_OP, args)
-    if val(args[0]).device.type == "cuda":
+    if val(args[0]).device.type == "cuda" and not pdl_launch:
         return graph_utils.insert_traced(graph, _OP, args, written=("Y",))
-    node = fake.call(graph, _OP, *args)
+    node = fake.call(graph, gemv.PDL_TWINS[_OP] if pdl_launch else _OP, *args)
     return [node], [node]
+
+
+# ------------------------------------------------------------------------------------------ PDL launches
+
+_TRACED_KERNELS = (torch.ops.higher_order.triton_kernel_wrapper_functional,
+                   torch.ops.higher_order.triton_kernel_wrapper_mutation)
+_FUNCTIONALIZED = tuple(getattr(torch.ops.higher_order, name) for name in ("auto_functionalized",
+                                                                           "auto_functionalized_v2")
+                        if hasattr(torch.ops.higher_order, name))
+_TRITON_OPS = (decode_attention.decode_attention, *gemv.PDL_TWINS.values())
+
+
+def _extern_triton(node: fx.Node) -> bool:
+    """One of our extern ops that launch Triton kernels (the decode attention, the GEMVs' PDL twins), also as
+    ``auto_functionalized`` wraps one that writes in place."""
+    return node.op == "call_function" and (node.target in _TRITON_OPS or (node.target in _FUNCTIONALIZED
+                                                                          and node.args[0] in _TRITON_OPS))
+
+
+def _launches_triton(node: fx.Node) -> bool:
+    """Whether ``node`` runs a Triton kernel of ours: a traced user kernel (Inductor's code launches it, without
+    PDL) or an extern one."""
+    return (node.op == "call_function" and node.target in _TRACED_KERNELS) or _extern_triton(node)
+
+
+def _pdl_launch(x: fx.Node, ctx) -> bool:
+    """Whether the GEMV reading ``x`` runs as its PDL twin: PDL is wanted for this compile and device, and ``x`` is
+    computed by a Triton kernel of ours in this graph, so that this GEMV is not the graph's first kernel of ours
+    (``kernels.pdl`` says why that makes loading the weights before the wait safe)."""
+    return pdl.wanted(val(x).device, ctx.graphed) and graph_utils.depends_on(x, where=_launches_triton)
+
+
+def _launch_detail(inserted: list[fx.Node]) -> dict:
+    return {"launch": "pdl"} if any(map(_extern_triton, inserted)) else {}
+
+
+def _launch_attention_with_pdl(graph: fx.Graph, ctx) -> None:
+    """The decode attention ops (``attention_sdpa`` leaves them extern where PDL is wanted) whose q a Triton kernel
+    of ours computes are launched with PDL: each lets the next kernel start while it runs (the o GEMV then loads
+    its weights during the attention). Here, not in ``attention_sdpa``: it runs before this family's GEMVs exist."""
+    for node in graph.nodes:
+        if node.target is decode_attention.decode_attention and not node.kwargs.get("pdl", False):
+            q = node.args[0]
+            if pdl.wanted(val(q).device, ctx.graphed) and graph_utils.depends_on(q, where=_launches_triton):
+                node.kwargs = {**node.kwargs, "pdl": True}

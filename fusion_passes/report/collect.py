@@ -97,8 +97,8 @@ class _ReportingBackend(FusionBackend):
         self.n_graphs = 0
         self.records: list[records.GraphRecord] = []  # the capture() list of the report's compile
 
-    def config_patches(self, grad_enabled: bool, trees: bool = False) -> dict[str, Any]:
-        patches = super().config_patches(grad_enabled, trees)
+    def config_patches(self, grad_enabled: bool, trees: bool = False, static: bool = False) -> dict[str, Any]:
+        patches = super().config_patches(grad_enabled, trees, static)
         for attr in HOOK_CONFIG.values():
             if isinstance(patches.get(attr), FusionGraphPass):
                 patches[attr] = _AnnouncingPass(patches[attr], self.n_graphs, self.say)
