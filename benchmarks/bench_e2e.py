@@ -185,7 +185,7 @@ def inductor_options(variant: str) -> dict:
 def forced_policies(variant: str) -> dict[str, str]:
     """The family policies a ``fusion_passes+<suffix>...`` variant forces: environment variable -> value
     (none for other variants); an unknown suffix is a ValueError."""
-    from fusion_passes.kernels import gemv_table
+    from fusion_passes.kernels import gemv_table, pdl
     from fusion_passes.patterns import attention_sdpa, decode_gemv, qkv_packing
 
     suffixes = {
@@ -202,6 +202,8 @@ def forced_policies(variant: str) -> dict[str, str]:
         "l2pf": (attention_sdpa.PREFETCH_POLICY_ENV, "on"),  # decode attention requests the o-proj weight into L2
         "packdecode": (qkv_packing.DECODE_POLICY_ENV, "packed"),  # decode-sized groups cuBLAS runs: all packed
         "unpackdecode": (qkv_packing.DECODE_POLICY_ENV, "unpacked"),  # ... none (before session 30: 2-16 rows too)
+        "pdl": (pdl.POLICY_ENV, "on"),  # decode kernels launched with PDL even without CUDA graphs (auto: with them)
+        "nopdl": (pdl.POLICY_ENV, "off"),  # ... never (before session 46)
     }
     name, *parts = variant.removesuffix("+cudagraphs").split("+")
     if name != "fusion_passes":

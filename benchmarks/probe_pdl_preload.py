@@ -138,14 +138,16 @@ def launch(lin: Linear, x, cfg: dict, read_only=False):
     return lin.out
 
 
-def launch_shipped(lin: Linear, x):
-    from fusion_passes.kernels import gemv  # noqa: F401  (registers the op)
+def launch_shipped(lin: Linear, x, pdl: bool = False):
+    """fusion_passes' decode_gemv (``pdl``: its PDL twin, as the passes launch it in a graphed step)."""
+    from fusion_passes.kernels import gemv  # noqa: F401  (registers the ops)
     if lin.gated or lin.res_on:
         ws = (lin.w, lin.u, None)
     else:  # q/k/v as the step launches it: three weights (row slices of W), one launch
         h = lin.k
         ws = (lin.w[:h], lin.w[h:h + (lin.n - h) // 2], lin.w[h + (lin.n - h) // 2:])
-    lin.out_shipped = torch.ops.fusion_passes.decode_gemv(x, *ws, None, 1e-5, 0.0, True, lin.res, lin.gated)
+    op = torch.ops.fusion_passes.decode_gemv_pdl if pdl else torch.ops.fusion_passes.decode_gemv
+    lin.out_shipped = op(x, *ws, None, 1e-5, 0.0, True, lin.res, lin.gated)
     return lin.out_shipped
 
 
@@ -213,6 +215,8 @@ def main() -> int:
     ap.add_argument("--tiny", action="store_true")
     ap.add_argument("--shapes", nargs="+", default=["1b"])
     ap.add_argument("--layers", type=int, default=16)
+    ap.add_argument("--shipped-only", action="store_true",
+                    help="only fusion_passes' GEMVs, plain and PDL (no probe-kernel sweep, no read floors)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "pdl_preload_probe.json"))
     args = ap.parse_args()
     if args.tiny:
@@ -244,6 +248,21 @@ def main() -> int:
                 return us
 
             run("shipped", {}, lambda: [launch_shipped(lin, x) for lin, x in zip(lins, xs)])
+            run("shipped+pdl", {}, lambda: [launch_shipped(lin, x, pdl=True) for lin, x in zip(lins, xs)])
+            outs = {}
+            for pdl in (False, True):  # the PDL twin computes what the plain op does, bit for bit
+                torch.cuda.synchronize()
+                outs[pdl] = [launch_shipped(lin, x, pdl).clone() for lin, x in zip(lins, xs)]
+            same = all(torch.equal(a, b) for a, b in zip(outs[False], outs[True]))
+            record(shape=shape, chain=linear, check="shipped pdl equals shipped", equal=same)
+            if not same:
+                raise SystemExit(f"{shape} {linear}: the shipped PDL chain differs from the plain one")
+            if args.shipped_only:
+                for variant in ("shipped", "shipped+pdl"):
+                    us, cfg = best[(linear, variant)]
+                    summary.append(dict(shape=shape, chain=linear, variant=variant, cfg=cfg, us_per_gemv=round(us, 3),
+                                        pct_copy_bw=round(100 * ideal / us, 1)))
+                continue
             for pdl in (False, True):
                 for cfg in configs(lins[0], pdl):
                     try:
@@ -273,7 +292,7 @@ def main() -> int:
             record(shape=shape, chain=linear, check="pdl chain equals plain chain", cfg=cfg, equal=same)
             if not same:
                 raise SystemExit(f"{shape} {linear}: the PDL chain differs from the plain chain")
-            for variant in ("shipped", "probe", "probe+pdl", "read", "read+pdl"):
+            for variant in ("shipped", "shipped+pdl", "probe", "probe+pdl", "read", "read+pdl"):
                 us, cfg = best[(linear, variant)]
                 summary.append(dict(shape=shape, chain=linear, variant=variant, cfg=cfg, us_per_gemv=round(us, 3),
                                     pct_copy_bw=round(100 * ideal / us, 1)))
@@ -283,8 +302,10 @@ def main() -> int:
         xs = chain_inputs(layer)
         layer_bytes = sum(chains[linear][0].bytes() for linear in LINEARS)
         ideal = layer_bytes / (bw * 1e12) * 1e6
-        steps = {"shipped": lambda: [launch_shipped(lin, x) for lin, x in zip(layer, xs)]}
-        for variant in ("probe", "probe+pdl"):
+        steps = {"shipped": lambda: [launch_shipped(lin, x) for lin, x in zip(layer, xs)],
+                 # as a graphed step launches them: the first GEMV plainly, every later one with PDL
+                 "shipped+pdl": lambda: [launch_shipped(lin, x, pdl=j > 0) for j, (lin, x) in enumerate(zip(layer, xs))]}
+        for variant in ("probe", "probe+pdl") if not args.shipped_only else ():
             picks = {linear: best[(linear, variant)][1] for linear in LINEARS}
             steps[variant] = (lambda picks: lambda: [launch(lin, x, picks[LINEARS[j % 4]])
                                                      for j, (lin, x) in enumerate(zip(layer, xs))])(picks)

@@ -72,6 +72,9 @@
 #   bash benchmarks/run_gpu.sh earlyloads_configs  # (session 34, commit 188a3a8) its persistent configs vs shipped
 #   bash benchmarks/run_gpu.sh pdl [shapes]  # (session 45) GEMVs loading their weights before griddepcontrol.wait
 #                                        # (PDL) vs plain launches, shipped and read floors (probe_pdl_preload.py)
+#   bash benchmarks/run_gpu.sh s46_tests [shapes]  # (session 46) PDL launches: their GPU tests, then the shipped GEMVs
+#                                        # with / without PDL per linear and per layer (probe_pdl_preload --shipped-only)
+#   bash benchmarks/run_gpu.sh s46_decode  # (session 46) 1B and 8B decode: uncompiled, stock, ours without / with PDL
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -669,8 +672,27 @@ case "${1:-}" in
         # plain launches, the shipped kernels and the read floors; per shape and per layer chain (1B, 8B)
     timeout 500 python3 benchmarks/probe_pdl_preload.py --shapes ${2:-1b 8b} --out "$OUT/pdl_preload_probe.json" \
       2>&1 | grep -v Warn | tail -50 ;;
+  s46_tests)  # (session 46) the PDL launches' GPU tests (kernels, chains in a CUDA graph, HF decode under trees and the
+              # graphed step), the traced path's regression tests, the owed DeBERTa test; then the shipped GEMVs with
+              # and without PDL, per linear and per layer chain (probe_pdl_preload --shipped-only)
+    timeout 330 python3 -m pytest -q -x -p no:cacheprovider tests/kernels/test_gemv_kernel.py \
+      tests/kernels/test_decode_attention_kernel.py tests/kernels/test_compile_for_hopper.py -k "pdl" 2>&1 | tail -4
+    timeout 330 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_static_cudagraphs.py \
+      tests/patterns/test_decode_gemv.py tests/patterns/test_attention_sdpa.py \
+      -k "pdl or graphed_hf_decode_step_matches or (hf_llama_decode and on-on) or kernel_in_generated or gpu_deberta" \
+      2>&1 | grep -E "passed|failed|FAILED|Error" | tail -12
+    timeout 240 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes ${2:-1b 8b} \
+      --out "$OUT/pdl_shipped_s46.json" 2>&1 | grep -v Warn | tail -22 ;;
+  s46_decode)  # (session 46) 1B and 8B decode steps, eager attention: the uncompiled model (1B), stock with CUDA graphs,
+               # ours in the graphed step without PDL (as before) and with it (the default there now)
+    timeout 250 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
+      --variants eager stock+cudagraphs fusion_passes+graphstep+nopdl fusion_passes+graphstep --budget-s 220 \
+      --out "$OUT/e2e_decode_s46_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -7
+    timeout 300 python3 benchmarks/bench_e2e.py --model llama-8b --attn eager --workloads decode-1024 \
+      --variants stock+cudagraphs fusion_passes+graphstep+nopdl fusion_passes+graphstep --budget-s 270 \
+      --out "$OUT/e2e_decode_s46_llama-8b_eager.json" 2>&1 | grep -v Warning | tail -6 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode" >&2
      exit 2 ;;
 esac

@@ -143,6 +143,31 @@ def test_mode_is_forwarded_as_inductor_options():
     assert "triton.cudagraphs" not in fusion_passes.backend(patterns=[]).config_patches(False)
 
 
+@pytest.mark.parametrize("kwargs, static, graphed", [
+    ({}, False, False), (dict(mode="reduce-overhead"), False, True), (dict(cudagraphs="trees"), False, True),
+    (dict(options={"triton.cudagraphs": True}), False, True), (dict(cudagraphs="static"), True, True),
+    (dict(cudagraphs="static"), False, False)])
+def test_passes_know_whether_the_compile_is_for_cuda_graphs(kwargs, static, graphed):
+    """``ctx.graphed`` (``kernels.pdl``'s default policy launches the decode kernels with PDL only then): Inductor's
+    CUDA graphs, our static ones (``static``: the graph was not refused), or a compile inside ``cuda_graph_step``'s
+    calls. It enters the FX-graph-cache key: the passes' output differs."""
+    from fusion_passes.kernels import pdl
+    from fusion_passes.pass_manager import FusionGraphPass
+
+    def passes(be, static):
+        found = [p for p in be.config_patches(False, static=static).values() if isinstance(p, FusionGraphPass)]
+        assert {p.hook for p in found} == {"joint", "post_grad"}
+        return found
+
+    be = fusion_passes.backend(**kwargs)
+    assert all(p.graphed == graphed for p in passes(be, static))
+    with pdl.graphed_compile():
+        inside = passes(fusion_passes.backend(), False)
+    assert all(p.graphed for p in inside)
+    plain = passes(fusion_passes.backend(), False)
+    assert [p.uuid() for p in inside] != [p.uuid() for p in plain]
+
+
 def test_backend_string_takes_torch_compiles_mode_and_options(monkeypatch):
     """``torch.compile(backend="fusion_passes", mode=..., options=...)`` (and HF generate's compile_config,
     which passes mode="reduce-overhead") reach Inductor as with ``backend="inductor"``."""

@@ -372,6 +372,25 @@ def test_graph_step_leaves_cpu_tensors_uncaptured(fake_cuda_graphs, monkeypatch)
     torch.testing.assert_close(graphed(torch.ones(2)), torch.full((2,), 2.0))
 
 
+def test_graph_step_compiles_for_cuda_graphs_while_it_may_capture(fake_cuda_graphs, monkeypatch):
+    """What Dynamo compiles during a graphed step's calls is compiled for CUDA graphs (``kernels.pdl``: there the
+    decode kernels launch with PDL); not once the step runs uncaptured, nor outside it."""
+    from fusion_passes.kernels import pdl
+
+    monkeypatch.setattr(static_cudagraphs, "_cuda_available", lambda: True)
+    monkeypatch.setattr(static_cudagraphs, "_capturing", lambda: False)  # (CPU torch cannot ask)
+    seen = []
+    step = fusion_passes.cuda_graph_step(lambda x: seen.append(pdl.compiling_for_graphs()) or x * 2)
+    monkeypatch.setattr(static_cudagraphs, "_capturable", lambda t: True)
+    step(torch.ones(2))
+    assert seen == [True] and not pdl.compiling_for_graphs()
+    monkeypatch.setattr(static_cudagraphs, "_capturable", lambda t: False)  # a new signature, on the CPU
+    with pytest.warns(UserWarning, match="a tensor argument is not on a CUDA device"):
+        step(torch.ones(3))
+    step(torch.ones(2))  # uncaptured from now on
+    assert seen == [True, False, False]
+
+
 def test_graph_step_runs_uncaptured_when_autograd_records_the_step(fake_cuda_step):
     """A step called with autograd on (a training step, or a decode loop without torch.no_grad()) returns outputs
     that require grad. A replay returns them cut off from that call's autograd history (on the H200 the backward
@@ -605,6 +624,48 @@ def test_gpu_graphed_hf_decode_step_matches_eager(attn):
     assert run.runners[next(iter(run.runners))][0].recordings  # captured and replayed
     for e, g in zip(*results):
         torch.testing.assert_close(g, e, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_gpu_graphed_hf_decode_step_compiled_inside_launches_with_pdl(attn):
+    """#8: compiled inside ``cuda_graph_step``'s calls, the step is compiled for CUDA graphs: on sm_90+ every
+    decode GEMV after the first and each attention launch with PDL (``kernels.pdl``), and the replayed steps still
+    give eager's logits (each step reads the cache the ones before wrote)."""
+    from transformers import StaticCache
+
+    from fusion_passes.kernels import pdl
+    from fusion_passes.zoo import hf_cache_kwargs
+    from tests.test_hf_models import _causal_lm
+
+    torch._dynamo.reset()
+    model = _causal_lm("llama", attn=attn).cuda()
+    prompt = torch.randint(0, model.config.vocab_size, (1, 8), generator=torch.Generator().manual_seed(0)).cuda()
+    compiled = torch.compile(model, backend=fusion_passes.backend())
+    results = []
+    with torch.no_grad(), fusion_passes.capture() as recs:
+        for m in (model, compiled):
+            cache = StaticCache(config=model.config, max_cache_len=24)
+            kw = hf_cache_kwargs(model, cache)
+            model(prompt, **kw, cache_position=torch.arange(8, device="cuda"), use_cache=True)
+
+            def step(ids, pos, m=m, kw=kw):
+                return m(input_ids=ids, **kw, cache_position=pos, position_ids=pos[None], use_cache=True).logits
+
+            run = fusion_passes.cuda_graph_step(step) if m is compiled else step
+            tok = prompt[:, -1:].contiguous()
+            results.append([run(tok, torch.tensor([8 + i], device="cuda")).clone() for i in range(8)])
+    assert run.skip_reason is None and run.runners[next(iter(run.runners))][0].recordings
+    for e, g in zip(*results):
+        torch.testing.assert_close(g, e, atol=1e-4, rtol=1e-4)
+    gemvs = [mt for r in recs for mt in r.matches if mt.pattern == "decode_gemv"]
+    code = "\n".join(r.stages[-1].code_after for r in recs if r.stages)
+    if pdl.supported(torch.device("cuda")):
+        assert [mt.detail.get("launch") for mt in gemvs].count("pdl") == len(gemvs) - 1, [mt.detail for mt in gemvs]
+        assert code.count("pdl = True") == model.config.num_hidden_layers
+    else:
+        assert not [mt for mt in gemvs if mt.detail.get("launch")] and "pdl = True" not in code
 
 
 @pytest.mark.gpu

@@ -68,7 +68,7 @@ def gemv_flags(**flags) -> dict:
     once, not at every call)."""
     return dict(CONCAT_W=1, HAS_NORM=False, NORM_LATE=False, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=False,
                 GELU_TANH=False, HAS_RES=False, BIAS_MASK=0, ROPE=False, ROPE_DIM=0, CACHE_MASK=0, HEAD_DIM=1,
-                IDX_BASE=False, PREFETCH=False, ACC1D=False, PERSIST=0, IEEE_F32=False) | flags
+                IDX_BASE=False, PREFETCH=False, ACC1D=False, PERSIST=0, IEEE_F32=False, PDL=False) | flags
 
 
 def gemv_types(dtype: str) -> dict:
@@ -133,6 +133,22 @@ def cuobjdump(cubin: bytes, option: str) -> str:
         f.write(cubin)
         f.flush()
         return subprocess.run([tool, option, f.name], capture_output=True, text=True).stdout
+
+
+def sass(cubin: bytes) -> list[str]:
+    """The kernel's SASS instructions in order, each without its predicate (``@P0 LDG...`` -> ``LDG...``)."""
+    found = re.finditer(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);", cuobjdump(cubin, "-sass"))
+    return [re.sub(r"^@!?U?P\w+\s+", "", m.group(1)) for m in found]
+
+
+def before_and_after_the_wait(cubin: bytes) -> tuple[list[str], list[str]]:
+    """A PDL kernel's SASS split at its griddepcontrol.wait (``ACQBULK``); it must have one, and let the next
+    kernel launch (``PREEXIT``: griddepcontrol.launch_dependents) before it."""
+    ins = sass(cubin)
+    waits = [i for i, s in enumerate(ins) if s.startswith("ACQBULK")]
+    assert waits, "no griddepcontrol.wait"
+    assert any(s.startswith("PREEXIT") for s in ins[:waits[0]]), "no griddepcontrol.launch_dependents before the wait"
+    return ins[:waits[0]], ins[waits[0]:]
 
 
 def registers_per_thread(cubin: bytes) -> tuple[int, int]:
@@ -282,3 +298,56 @@ def test_ieee_fp32_dot_follows_the_users_tf32_setting():
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old
 
+
+
+@pytest.mark.parametrize("key", sorted(gemv_table.PERSISTENT, key=str), ids=lambda key: "-".join(map(str, key[1:])))
+def test_pdl_persistent_gemv_reads_only_weights_before_the_wait(key):
+    """Launched with PDL (``kernels.pdl``) a persistent program lets the next kernel launch, requests its first
+    block's weight rows (evict-first loads: parameters, which no kernel of the step writes), and only then waits for
+    the kernel before it: every other load (x, the norm weight, the residual, cos / sin, the cache positions: what
+    earlier kernels write) and every store comes after the wait. Compiled with PDL off, neither instruction is there;
+    and with it on, the entry still fits its programs on one SM without spilling."""
+    asm, config, options = compile_persistent_entry(key, {"PDL": True})
+    before, after = before_and_after_the_wait(asm["cubin"])
+    loads = [s.split()[0] for s in before if s.startswith("LDG")]
+    assert loads and all(".EF" in op for op in loads), loads
+    assert not [s for s in before if s.startswith(("STG", "LDS", "STS", "ATOM", "RED"))]
+    assert any(s.startswith("LDG") and ".EF" not in s.split()[0] for s in after)  # x and the rest
+    regs, stack = registers_per_thread(asm["cubin"])
+    assert config["PERSIST"] * options["num_warps"] * 32 * -(-regs // 8) * 8 <= gemv.REGISTERS_PER_SM and stack == 0
+    plain, _, _ = compile_persistent_entry(key)
+    assert not [s for s in sass(plain["cubin"]) if s.startswith(("ACQBULK", "PREEXIT"))]
+
+
+@pytest.mark.parametrize("mode", ["qkv+norm+rope+kv_write", "gate_up+silu", "o+residual"])
+def test_pdl_tiled_gemv_waits_before_any_load(mode):
+    """The tiled form has no whole block of rows to hold: with PDL it waits first thing (its gain is the launch
+    hidden behind the kernel before)."""
+    concat, norm, silu, res, rope, cache_mask = GEMV_MODES[mode][:6]
+    types = gemv_types("bf16")
+    types.update({"NW": "*bf16"} if norm else {}, **({"R": "*bf16"} if res else {}))
+    if rope:
+        types.update(COS="*bf16", SIN="*bf16", C1="*bf16", C2="*bf16", IDX="*i64")
+    asm = compile_for_hopper(gemv._gemv_kernel, types, gemv_flags(
+        CONCAT_W=concat, HAS_NORM=norm, SILU_MUL=silu, HAS_RES=res, ROPE=rope, CACHE_MASK=cache_mask,
+        ROPE_DIM=64 if rope else 0, HEAD_DIM=64 if cache_mask else 1, BLOCK_M=1, BLOCK_N=4, BLOCK_K=1024,
+        PREFETCH=True, PDL=True), num_warps=4, num_stages=2, aligned=[n for n, t in types.items() if t[0] == "*"])
+    before, _ = before_and_after_the_wait(asm["cubin"])
+    assert not [s for s in before if s.startswith(("LDG", "STG"))], before
+
+
+def test_pdl_decode_attention_waits_before_any_load():
+    """The attention and its combine kernel read only what the kernels before them write: with PDL each lets the
+    next kernel launch (the o GEMV may then load its weights) and waits before its first load."""
+    types = {**attention_types("bf16"), "MASK": "*bf16"}
+    kernels = [(decode_attention._decode_attention_kernel, types, dict(
+        GROUP=4, HAS_MASK=True, IS_CAUSAL=False, SOFTCAP=False, BLOCK_M=16, BLOCK_N=64, BLOCK_D=64, BLOCK_DV=64,
+        PREFETCH=False, PF_PER=0, PF_LINE=1, PDL=True)),
+        (decode_attention._combine_kernel, {"M_IN": "*fp32", "L_IN": "*fp32", "ACC_IN": "*fp32", "OUT": "*bf16",
+                                            **{n: "i32" for n in ("so_b", "so_h", "so_s", "H_KV", "SQ", "DV",
+                                                                  "N_SPLITS")}},
+         dict(GROUP=4, BLOCK_M=16, BLOCK_S=32, BLOCK_DV=64, PDL=True))]
+    for kernel, kinds, constexprs in kernels:
+        before, after = before_and_after_the_wait(compile_for_hopper(kernel, kinds, constexprs, num_warps=4)["cubin"])
+        assert not [s for s in before if s.startswith(("LDG", "STG"))], (kernel, before)
+        assert any(s.startswith("LDG") for s in after)

@@ -219,3 +219,22 @@ def test_operands_of_different_dtypes_are_refused_as_sdpa_does():
         torch.nn.functional.scaled_dot_product_attention(q, k, v)
     with pytest.raises(ValueError, match="one dtype"):
         torch.ops.fusion_passes.decode_attention(q, k, v, None, 0.25, False)
+
+
+@kernel_test
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("mask", [None, "add"])
+def test_pdl_launch_computes_what_the_plain_launch_does(shape, mask):
+    """``pdl=True`` (both kernels launched with programmatic dependent launch where the GPU has it, ``kernels.pdl``;
+    the interpreter runs them plainly) gives the plain launch's output bit for bit, back to back with the plain
+    launch on the same stream."""
+    b, h, hkv, sq, sk, d = shape
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(b, n, s, d, device=DEVICE) for n, s in ((h, sq), (hkv, sk), (hkv, sk)))
+    m = torch.randn(b, 1, sq, sk, device=DEVICE) if mask else None
+    want = torch.ops.fusion_passes.decode_attention(q, k, v, m, 0.125, False)
+    got = torch.ops.fusion_passes.decode_attention(q, k, v, m, 0.125, False, pdl=True)
+    assert torch.equal(got, want)
+    again = torch.ops.fusion_passes.decode_attention(got.expand(b, h, sq, d).contiguous(), k, v, m, 0.125, False,
+                                                     pdl=True)  # reads what the PDL launch before it wrote
+    assert torch.equal(again, torch.ops.fusion_passes.decode_attention(want, k, v, m, 0.125, False))

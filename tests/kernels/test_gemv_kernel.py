@@ -589,3 +589,94 @@ def test_autotuner_offers_both_m1_loops_and_the_plain_one_alone():
     assert forms(gemv._gemv_m1[False]) == {(False, False)}
     assert forms(gemv._gemv_m16) == {(False, False)}
     assert len(gemv._gemv_m1[True].configs) == 2 * len(gemv._gemv_m1[False].configs) + 7
+
+
+def _decode_layer_args(dtype, k=96, heads=4, kv_heads=2, d=16, length=8, ffn=80):
+    """One decode layer's GEMV arguments (M = 1): q/k/v with norm, RoPE and the cache write at position 5, o with
+    the residual, gate/up with norm and SiLU * mul, down with the residual. Returns (calls, caches): each call is
+    (op name, args) with inputs drawn at random, caches the two K/V caches the q/k/v call writes."""
+    torch.manual_seed(0)
+    r = lambda *s: torch.randn(*s, dtype=dtype, device=DEVICE)  # noqa: E731
+    x, nw = r(1, k), torch.rand(k, dtype=dtype, device=DEVICE) + 0.5
+    cos, sin = (f(torch.rand(1, d, device=DEVICE) * 6).to(dtype) for f in (torch.cos, torch.sin))
+    caches = [r(1, kv_heads, length, d) for _ in range(2)]
+    qkv = [r(h * d, k) / k**0.5 for h in (heads, kv_heads, kv_heads)]
+    return [("decode_gemv_kv_write", (x, *qkv, nw, 1e-6, 0.0, True, cos, sin, d, 2, None, *caches,
+                                      torch.tensor([5], device=DEVICE))),
+            ("decode_gemv", (r(1, heads * d), r(k, heads * d) / (heads * d)**0.5, None, None, None, 1e-6, 0.0, True,
+                             r(1, k), False)),
+            ("decode_gemv", (x, r(ffn, k) / k**0.5, r(ffn, k) / k**0.5, None, nw, 1e-6, 0.0, True, None, True)),
+            ("decode_gemv", (r(1, ffn), r(k, ffn) / ffn**0.5, None, None, None, 1e-6, 0.0, True, r(1, k), False))], caches
+
+
+@kernel_test
+@pytest.mark.parametrize("loop", ["tiled", "persistent"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_pdl_twins_compute_what_the_ops_do(loop, dtype, monkeypatch):
+    """``decode_gemv_pdl`` / ``decode_gemv_kv_write_pdl`` (the ops launched with programmatic dependent launch,
+    ``kernels.pdl``) give the ops' outputs bit for bit and write the caches alike: on a GPU with PDL in the kernel
+    (sm_90+), in the interpreter with PDL off (it has no griddepcontrol), the same extern-op path either way."""
+    _force_loop(monkeypatch, loop, 1)
+    calls, caches = _decode_layer_args(dtype)
+    for name, args in calls:
+        op_caches, twin_caches = [c.clone() for c in caches], [c.clone() for c in caches]
+        want = getattr(torch.ops.fusion_passes, name)(*_with_caches(name, args, op_caches))
+        got = getattr(torch.ops.fusion_passes, name + "_pdl")(*_with_caches(name, args, twin_caches))
+        assert torch.equal(got, want), name
+        assert all(torch.equal(a, b) for a, b in zip(twin_caches, op_caches)), name
+        assert name != "decode_gemv_kv_write" or not torch.equal(op_caches[1], caches[1])  # it did write
+
+
+def _with_caches(name: str, args: tuple, caches: list) -> list:
+    """``args`` of a ``_decode_layer_args`` call with the q/k/v call writing ``caches`` instead."""
+    args = list(args)
+    if name.endswith("kv_write"):
+        args[13:15] = caches
+    return args
+
+
+def test_pdl_twins_have_the_ops_schemas():
+    """Each PDL twin takes exactly its op's arguments (the pass swaps one for the other) and writes the same ones."""
+    for op, twin in gemv.PDL_TWINS.items():
+        assert twin._schema.name == op._schema.name + "_pdl"
+        assert str(twin._schema)[len(twin._schema.name):] == str(op._schema)[len(op._schema.name):]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("loop", ["tiled", "persistent"])
+def test_gpu_pdl_chain_in_a_cuda_graph_equals_the_plain_chain(loop, monkeypatch):
+    """Three decode layers' GEMVs as a graphed step launches them (the first plainly, every later one with PDL, each
+    reading the one before: weights loaded before the wait overlap the kernel before), captured in one CUDA graph
+    and replayed: the outputs and caches equal the plain chain's bit for bit, on every replay."""
+    from fusion_passes.kernels import pdl
+
+    _force_loop(monkeypatch, loop, 1)
+    calls, caches = _decode_layer_args(torch.bfloat16, k=256, heads=8, kv_heads=2, d=32, length=16, ffn=512)
+    calls = calls * 3
+
+    def chain(twins: bool, kv: list):
+        outs, prev = [], None
+        for i, (name, args) in enumerate(calls):
+            op = getattr(torch.ops.fusion_passes, name + ("_pdl" if twins and i else ""))
+            args = _with_caches(name, args, kv)
+            if prev is not None and prev.shape[1] >= args[0].shape[1]:  # read the last output: a real dependency
+                args[0] = prev[:, :args[0].shape[1]]
+            prev = op(*args)
+            outs.append(prev)
+        return outs
+
+    plain_kv = [c.clone() for c in caches]
+    want = chain(False, plain_kv)
+    graph_kv = [c.clone() for c in caches]
+    chain(True, graph_kv)  # compiles, outside the capture
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        got = chain(True, graph_kv)
+    for _ in range(3):
+        g.replay()
+        torch.cuda.synchronize()
+        assert all(torch.equal(a, b) for a, b in zip(got, want))
+        assert all(torch.equal(a, b) for a, b in zip(graph_kv, plain_kv))
+    assert pdl.supported(torch.device("cuda")) == (torch.cuda.get_device_capability() >= (9, 0))

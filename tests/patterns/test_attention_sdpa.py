@@ -2189,3 +2189,23 @@ def test_gpu_sdpa_prefill_input_mask_takes_gqa_where_cudnn_does():
         assert m.detail["gqa"] == "enable_gqa (x2)" and m.detail["mask"] == "keep", m.detail
     else:
         assert matches(recs) == [] and any("takes GQA with a mask" in r for r in near_misses(recs))
+
+
+@pytest.mark.parametrize("graphed, policy, supported, extern", [
+    (True, "auto", True, True), (False, "auto", True, False), (True, "off", True, False), (True, "auto", False, False),
+    (False, "on", True, True)])
+def test_cuda_decode_kernel_stays_extern_where_pdl_is_wanted(graphed, policy, supported, extern, monkeypatch):
+    """Where the decode kernel may be launched with PDL (``kernels.pdl``: by default in a compile for CUDA graphs,
+    on a GPU that has it), it stays the extern op, PDL still off: Inductor's code for a traced kernel cannot ask for
+    PDL, and ``decode_gemv`` turns it on once it sees a kernel of ours computing q. Elsewhere it is traced inline."""
+    from fusion_passes.kernels import pdl
+
+    monkeypatch.setenv(pdl.POLICY_ENV, policy)
+    monkeypatch.setattr(pdl, "supported", lambda device: supported)
+    monkeypatch.delenv(attention_sdpa.INLINE_POLICY_ENV, raising=False)
+    gm, rec = apply_on_fake_cuda(attention_sdpa, _fake_cuda_decode_attention("eager"), *DECODE_SHAPES, graphed=graphed)
+    [m] = rec.matches
+    ops = [n for n in gm.graph.nodes if n.target is torch.ops.fusion_passes.decode_attention.default]
+    kernels = [n for n in gm.graph.nodes if n.target is torch.ops.higher_order.triton_kernel_wrapper_functional]
+    assert (len(ops), len(kernels)) == ((1, 0) if extern else (0, 2))
+    assert all(not n.kwargs.get("pdl") for n in ops)

@@ -14,7 +14,7 @@ from torch import nn
 import fusion_passes
 from fusion_passes import zoo
 from fusion_passes.graph_utils import op_name
-from fusion_passes.kernels import gemv_table
+from fusion_passes.kernels import gemv as gemv_kernels, gemv_table, pdl
 from fusion_passes.patterns import decode_gemv
 from fusion_passes.zoo import hf_cache_kwargs
 from tests.conftest import apply_on_fake_cuda, compile_with_records
@@ -696,6 +696,112 @@ def test_unknown_policy_is_a_clear_error(monkeypatch):
         decode_gemv.cache_key()
     monkeypatch.setenv(gemv_table.NORM_POLICY_ENV, "late")  # the kernel it launches differs: so does the key
     assert decode_gemv.cache_key() != exact
+
+
+# ------------------------------------------------------------------------------------------ PDL launches
+
+
+def _two_mlp_layers(x, n1, wg1, wu1, wd1, n2, wg2, wu2, wd2):
+    """Two HF decode MLPs with their norms and residual adds: four GEMVs, each reading the one before."""
+    def layer(x, norm_w, wg, wu, wd):
+        h = x.float()
+        h = norm_w * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype)
+        return x + F.linear(F.silu(F.linear(h, wg)) * F.linear(h, wu), wd)
+
+    return layer(layer(x, n1, wg1, wu1, wd1), n2, wg2, wu2, wd2)
+
+
+_MLP_SHAPES = [(1, 1, 256), *[(256,), (512, 256), (512, 256), (256, 512)] * 2]
+
+
+def _launches(gm):
+    """The GEMVs in graph order: "pdl" (the extern PDL twin) or "traced" (the kernel in Inductor's code)."""
+    twins = set(gemv_kernels.PDL_TWINS.values())
+    return ["pdl" if n.target in twins else "traced" for n in gm.graph.nodes
+            if n.target in twins or n.target is torch.ops.higher_order.triton_kernel_wrapper_functional]
+
+
+@pytest.mark.parametrize("graphed, policy, supported, twins", [
+    (True, "auto", True, True), (False, "auto", True, False), (True, "off", True, False), (False, "on", True, True),
+    (True, "auto", False, False), (True, "on", False, False)])
+def test_cuda_gemvs_after_a_kernel_of_ours_launch_with_pdl_in_graphed_compiles(graphed, policy, supported, twins,
+                                                                               monkeypatch):
+    """#8: where PDL is wanted (``kernels.pdl``: by default in a compile for CUDA graphs, on a GPU that has it) a
+    GEMV whose input a Triton kernel of ours computes runs as its PDL twin (an extern op: Inductor's code cannot
+    launch with PDL), which loads its weights before waiting for the kernel before it. The graph's first GEMVs read
+    only what no kernel of ours computed (here the input), so they stay plain launches: that is what makes the
+    early weight loads safe. Ops before/after: the same GEMVs, the later two as twins; the match says so."""
+    monkeypatch.setenv("FUSION_PASSES_PDL", policy)
+    monkeypatch.setattr(pdl, "supported", lambda device: supported)
+    gm, rec = apply_on_fake_cuda(decode_gemv, _two_mlp_layers, *_MLP_SHAPES, graphed=graphed)
+    # residual epilogues first (down 1, down 2), then the norm prologues (gate/up 1, gate/up 2); down 1 reads only
+    # mms at its turn, so it is traced too
+    assert [m.detail.get("launch") for m in rec.matches] == [None, "pdl", None, "pdl"] if twins else [None] * 4
+    assert sorted(_launches(gm)) == (["pdl", "pdl", "traced", "traced"] if twins else ["traced"] * 4)
+    assert not [n for n in gm.graph.nodes if op_name(n) in ("aten.mm", "aten.addmm")]
+
+
+def test_cuda_gemv_on_values_no_kernel_of_ours_computed_is_never_pdl(monkeypatch):
+    """Must not fire: a GEMV whose input comes from the graph's inputs through Inductor's own ops (here a scale and a
+    cast) could be the graph's first kernel, which must be a plain launch (else it might read a weight while work
+    queued before the graph still writes it); so it is traced however PDL is set."""
+    monkeypatch.setenv("FUSION_PASSES_PDL", "on")
+    monkeypatch.setattr(pdl, "supported", lambda device: True)
+
+    def fn(x, r, w1, w2):
+        a = x + F.linear((x.float() * 2).to(x.dtype), w1)  # o-proj form on a computed input
+        return a, r + F.linear((r * 3), w2)
+
+    gm, rec = apply_on_fake_cuda(decode_gemv, fn, (1, 256), (1, 256), (256, 256), (256, 256), graphed=True)
+    assert len(rec.matches) == 2 and _launches(gm) == ["traced", "traced"]
+
+
+def test_cuda_kv_writing_pdl_twin_writes_the_caches_in_place(monkeypatch):
+    """The cache-writing q/k/v GEMV as its PDL twin goes through ``auto_functionalized``; Inductor's reinplacing
+    then has it write the graph's cache inputs in place: no copy of a cache, and the copy_ back becomes a self-copy
+    (which Inductor drops)."""
+    from torch._inductor.fx_passes.post_grad import decompose_auto_functionalized
+    from torch._inductor.fx_passes.reinplace import reinplace_inplaceable_ops_core
+
+    monkeypatch.setattr(pdl, "supported", lambda device: True)
+    fn, shapes = _attention_layer()
+
+    def after_o_proj(a, w_o, h, *rest):  # the q/k/v GEMV then reads what the o GEMV (a kernel of ours) computes
+        return fn(h + F.linear(a, w_o), *rest)
+
+    gm, rec = apply_on_fake_cuda(decode_gemv, after_o_proj, (1, 1, 64), (64, 64), *shapes, graphed=True)
+    assert [m.detail.get("launch") for m in rec.matches] == [None, "pdl"]
+    assert "kv-cache write of 2" in rec.matches[1].detail["epilogue"]
+    reinplace_inplaceable_ops_core(gm.graph)
+    decompose_auto_functionalized(gm.graph)
+    [twin] = [n for n in gm.graph.nodes if n.target is gemv_kernels.PDL_TWINS[decode_gemv._KV_OP]]
+    caches = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
+    assert twin.args[13:15] == (caches["arg9_1"], caches["arg10_1"])  # cache1, cache2: the graph's inputs
+    assert not [n for n in gm.graph.nodes if op_name(n) == "aten.clone"]
+    assert all(n.args[0] is n.args[1] for n in gm.graph.nodes if op_name(n) == "aten.copy_")
+
+
+@pytest.mark.parametrize("q_from", ["gemv", "input"])
+def test_cuda_decode_attention_launches_with_pdl_after_a_kernel_of_ours(q_from, monkeypatch):
+    """The extern decode attention that ``attention_sdpa`` left for PDL gets ``pdl=True`` where a Triton kernel of
+    ours computes q (the q/k/v GEMV): the o GEMV after it then loads its weights during the attention. Must not
+    fire where q is a graph input (the attention could be the graph's first kernel). The o GEMV is a PDL twin
+    either way: the attention, a kernel of ours launched before it, computes its input."""
+    monkeypatch.setattr(pdl, "supported", lambda device: True)
+
+    def fn(h, nw, wq, q_in, kc, vc, a_res, w_o):
+        hf = h.float()
+        xn = nw * (hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(h.dtype)
+        q = F.linear(xn, wq).view(1, 1, 4, 16).transpose(1, 2) if q_from == "gemv" else q_in
+        out = torch.ops.fusion_passes.decode_attention(q, kc, vc, None, 0.25, False)
+        return a_res + F.linear(out.transpose(1, 2).reshape(1, 64), w_o)
+
+    shapes = [(1, 1, 64), (64,), (64, 64), (1, 4, 1, 16), (1, 2, 32, 16), (1, 2, 32, 16), (1, 64), (64, 64)]
+    gm, rec = apply_on_fake_cuda(decode_gemv, fn, *shapes, graphed=True)
+    [attn] = [n for n in gm.graph.nodes if n.target is torch.ops.fusion_passes.decode_attention.default]
+    assert attn.kwargs.get("pdl", False) == (q_from == "gemv")
+    o_proj = next(m for m in rec.matches if m.detail.get("epilogue") == "residual add")
+    assert o_proj.detail.get("launch") == "pdl"
 
 
 # ------------------------------------------------------------------------------------------ GPU
