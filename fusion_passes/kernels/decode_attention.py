@@ -22,6 +22,10 @@ kernels do. A row whose every key is masked with -inf gives 0, as SDPA does (its
 gives NaN there, and where the attention pass replaces eager attention it puts that NaN back itself). A NaN row
 would poison later layers: at a left-padded prompt's blocked rows, 0 * NaN in the next attention's P @ V.
 
+``pdl`` (``decode_attention`` only): both kernels are launched with programmatic dependent launch (``kernels.pdl``,
+sm_90+): each lets the next kernel start, then waits for the one before it first thing, so the o GEMV after the
+combine kernel requests its weights while the attention runs. Same results.
+
 Two ops with one body. ``decode_attention`` (the low-level Library API: a ``custom_op`` wrapper would add ~50-100 us
 per call) is what the attention pass inserts; Inductor calls it as an extern kernel, which launches the two
 Triton kernels from Python on every step. ``decode_attention_inline`` is a ``triton_op``: on CUDA the pass

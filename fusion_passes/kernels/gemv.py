@@ -84,6 +84,11 @@ Tile sizes are autotuned per shape.
 On CUDA the op launches through ``wrap_triton`` (Inductor emits the kernel in its generated code, CUDA graphs
 capture it); elsewhere the same math runs in plain torch; with ``TRITON_INTERPRET=1`` the kernel runs on CPU
 tensors (how it is tested without a GPU).
+
+``decode_gemv_pdl`` and ``decode_gemv_kv_write_pdl`` are the same ops launched with programmatic dependent launch
+(``kernels.pdl``, sm_90+): extern ops that run the kernel with PDL on, which requests its first block of weight rows
+(the persistent form; the tiled form, none) before ``griddepcontrol.wait`` and reads x, the residual, cos / sin and
+the cache positions only after it. The passes use them where a step is replayed from a CUDA graph.
 """
 
 import contextvars

@@ -45,7 +45,8 @@ kernel instead, and so does an SDPA call that is already in the graph, whose K/V
     # fused
     out  = fusion_passes.decode_attention(q, k_cache, v_cache, mask, s or 1/sqrt(D), c)
     # on CUDA its two Triton launches are traced into the graph, so Inductor emits them (no Python per step
-    # without CUDA graphs); FUSION_PASSES_DECODE_ATTENTION_INLINE=off keeps it an extern op
+    # without CUDA graphs); FUSION_PASSES_DECODE_ATTENTION_INLINE=off keeps it an extern op, and so does a compile
+    # for CUDA graphs on sm_90+ (kernels.pdl), where decode_gemv may then launch it with PDL
     # Gemma2's logit softcapping, scores = cap * tanh(scores * s / cap) before the mask, only at decode size:
     out  = fusion_passes.decode_attention(q, k_cache, v_cache, mask, s / cap, c, cap)
     # FUSION_PASSES_DECODE_ATTENTION_PREFETCH=on (off by default: measured slower on the H200): where the output

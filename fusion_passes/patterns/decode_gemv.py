@@ -52,6 +52,14 @@ concatenated outputs, SiLU·mul left to Inductor); autograd is off.
 Where Inductor's pad_mm padded a GEMM's rows to a multiple of 8 (on a GPU it decides by timing both at compile
 time), ``linears.unpad_rows`` first restores the plain linear (exact), so whether the GEMV fires does not hang on
 that timing; the match's detail then says ``row_padding_undone``.
+In a compile for CUDA graphs (``ctx.graphed``; ``kernels.pdl``, ``FUSION_PASSES_PDL``) on sm_90+, a GEMV whose
+input a Triton kernel of ours computes (so not the graph's first kernel of ours) runs as its PDL twin, which loads
+its weights while the kernel before it finishes; and the decode attention ops that ``attention_sdpa`` left extern
+for this get ``pdl=True`` where such a kernel computes q:
+
+    qkv = decode_gemv_kv_write(h, Wq, Wk, Wv, ...)          # the graph's first GEMV: a plain launch
+    out = decode_attention(q, k_cache, v_cache, ..., pdl=True)
+    h   = decode_gemv_pdl(out, Wo, residual=h)              # ... every later one with PDL
 Above 16 rows the linears are left to cuBLAS and ``qkv_packing``; so are the shapes where our GEMV measured
 slower than cuBLAS (see ``HUGE_WEIGHT_BYTES`` / ``BATCHED_MAX_WEIGHT_BYTES``; ``gemv_table.BEATS_CUBLAS`` lists the
 large M = 1 shapes measured faster on a given GPU, which are fused there).
@@ -74,7 +82,7 @@ NAME = "decode_gemv"
 HOOK = "post_grad"
 DESCRIPTION = ("decode-sized linears (M <= 16) + RMSNorm prologue / SiLU*mul / residual / RoPE epilogue "
                "-> one GEMV kernel")
-DEPENDS = (gemv, gemv_table, linears, residual_norm, pdl)
+DEPENDS = (gemv, gemv_table, linears, residual_norm, pdl, decode_attention)  # decode_attention: its op, for PDL
 
 POLICY_ENV = "FUSION_PASSES_DECODE_GEMV"
 POLICIES = ("auto", "always")

@@ -2002,10 +2002,10 @@ def no_gqa_kernel(monkeypatch):
     GQA kernel."""
     insert = attention_sdpa._insert_sdpa
 
-    def insert_without_gqa(graph, attn, masks):
+    def insert_without_gqa(graph, attn, masks, graphed):
         if attn.enable_gqa:
             raise attention_sdpa._Miss(attn.output, "SDPA has no fused kernel (test)")
-        return insert(graph, attn, masks)
+        return insert(graph, attn, masks, graphed)
 
     monkeypatch.setattr(attention_sdpa, "_insert_sdpa", insert_without_gqa)
 
