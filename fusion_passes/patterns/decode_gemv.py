@@ -244,15 +244,16 @@ def _fuse_residual(graph: fx.Graph, mm: fx.Node, ctx) -> None:
     m, n = val(mm).shape
     _check_measured_faster(m, [lin], "res")
     fake = linears.FakeEval(val(add))
+    pdl_launch = _pdl_launch(lin.x2, ctx)
     with graph.inserting_before(add):
         res2 = fake.call(graph, aten.reshape.default, residual, [m, n])
         outs, inserted = _insert_op(graph, [lin.x2, lin.weight, None, None, None, 0.0, 0.0, False, res2, False], fake,
-                                    _pdl_launch(lin.x2, ctx))
+                                    pdl_launch)
         y = fake.call(graph, aten.reshape.default, outs[0], list(val(add).shape))
     graph_utils.copy_stack_trace([add], [res2, *inserted, y])
     ctx.matched([mm, add], inserted, anchor=add,
                 detail={"epilogue": "residual add", "shape": [m, lin.k, n], "weight": lin.weight.name,
-                        **_launch_detail(inserted)},
+                        **_launch_detail(pdl_launch)},
                 saved_bytes=2 * graph_utils.tensor_bytes(add))  # the GEMM output is neither written nor re-read
     add.replace_all_uses_with(y)
     erase_dead(graph, [add, out, mm, *mm.args])
@@ -342,7 +343,7 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx, tables: dict) -> None:
             outs, inserted = _insert_op(graph, [x2, *weights, *tail, *rope_args, *biases, gelu], fake, pdl_launch)
     replaced = [*norm.interior, norm.y, *(lin.mm for lin in lins)]
     detail = {"prologue": f"rms_norm ({norm.form})", "shape": [m, k, [lin.width for lin in lins]],
-              "weights": [lin.weight.name for lin in lins], **_launch_detail(inserted)}
+              "weights": [lin.weight.name for lin in lins], **_launch_detail(pdl_launch)}
     last = inserted[-1]
     if gated is not None:
         final, _, chain, act = gated
@@ -743,17 +744,14 @@ _FUNCTIONALIZED = tuple(getattr(torch.ops.higher_order, name) for name in ("auto
 _TRITON_OPS = (decode_attention.decode_attention, *gemv.PDL_TWINS.values())
 
 
-def _extern_triton(node: fx.Node) -> bool:
-    """One of our extern ops that launch Triton kernels (the decode attention, the GEMVs' PDL twins), also as
-    ``auto_functionalized`` wraps one that writes in place."""
-    return node.op == "call_function" and (node.target in _TRITON_OPS or (node.target in _FUNCTIONALIZED
-                                                                          and node.args[0] in _TRITON_OPS))
-
-
 def _launches_triton(node: fx.Node) -> bool:
     """Whether ``node`` runs a Triton kernel of ours: a traced user kernel (Inductor's code launches it, without
-    PDL) or an extern one."""
-    return (node.op == "call_function" and node.target in _TRACED_KERNELS) or _extern_triton(node)
+    PDL) or one of our extern ops that launch Triton kernels (the decode attention, the GEMVs' PDL twins), also as
+    ``auto_functionalized`` wraps one that writes in place."""
+    if node.op != "call_function":
+        return False
+    return (node.target in _TRACED_KERNELS or node.target in _TRITON_OPS
+            or (node.target in _FUNCTIONALIZED and node.args[0] in _TRITON_OPS))
 
 
 def _pdl_launch(x: fx.Node, ctx) -> bool:
@@ -763,8 +761,8 @@ def _pdl_launch(x: fx.Node, ctx) -> bool:
     return pdl.wanted(val(x).device, ctx.graphed) and graph_utils.depends_on(x, where=_launches_triton)
 
 
-def _launch_detail(inserted: list[fx.Node]) -> dict:
-    return {"launch": "pdl"} if any(map(_extern_triton, inserted)) else {}
+def _launch_detail(pdl_launch: bool) -> dict:
+    return {"launch": "pdl"} if pdl_launch else {}
 
 
 def _launch_attention_with_pdl(graph: fx.Graph, ctx) -> None:

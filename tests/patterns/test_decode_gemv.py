@@ -804,6 +804,26 @@ def test_cuda_decode_attention_launches_with_pdl_after_a_kernel_of_ours(q_from, 
     assert o_proj.detail.get("launch") == "pdl"
 
 
+def test_pdl_twins_compile_and_run_through_inductor(always, monkeypatch):
+    """The PDL twins are extern ops to Inductor: forced here on CPU (where they run as torch, and the plain op
+    stands in for the traced kernels it would be on CUDA), the zoo Llama's decode step compiles with every GEMV but
+    the first ones as twins and matches eager as the traced op does. The first ones: the layer-0 q/k/v GEMV (it
+    reads the embedding) and o GEMV (the residual GEMVs are rewritten first, when its input, the attention here
+    left to Inductor, is computed from the q/k/v mm alone; with ``attention_sdpa`` on CUDA the decode attention,
+    a kernel of ours, computes it)."""
+    monkeypatch.setattr(decode_gemv.pdl, "wanted", lambda device, graphed: True)
+    monkeypatch.setattr(decode_gemv, "_TRITON_OPS", (*decode_gemv._TRITON_OPS, decode_gemv._OP))
+    model, step = zoo_decode(torch.float32, 1)
+    layers = model.config.num_hidden_layers
+    with torch.no_grad():
+        expected = step(model)()
+        out, recs = compile_with_records(step(model), patterns=PATTERN)
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+    after = ops_of(recs, "after")
+    assert after["fusion_passes.decode_gemv_pdl"] == 4 * layers - 1 and after["fusion_passes.decode_gemv"] == 2
+    assert [m.detail.get("launch") for m in matches(recs)].count("pdl") == 4 * layers - 1
+
+
 # ------------------------------------------------------------------------------------------ GPU
 
 
