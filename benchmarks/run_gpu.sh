@@ -74,6 +74,7 @@
 #                                        # (PDL) vs plain launches, shipped and read floors (probe_pdl_preload.py)
 #   bash benchmarks/run_gpu.sh s46_tests [shapes]  # (session 46) PDL launches: their GPU tests, then the 1B shipped GEMVs
 #                                        # with / without PDL per linear and per layer (probe_pdl_preload --shipped-only)
+#   bash benchmarks/run_gpu.sh s46_all   # (session 46) one call: the key PDL GPU tests, 1B decode, 1B GEMVs +/- PDL
 #   bash benchmarks/run_gpu.sh s46_decode  # (session 46) 1B and 8B decode: uncompiled, stock, ours without / with PDL
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
@@ -683,6 +684,18 @@ case "${1:-}" in
       2>&1 | grep -E "passed|failed|FAILED|Error" | tail -12
     timeout 170 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes ${2:-1b} \
       --out "$OUT/pdl_shipped_s46.json" 2>&1 | grep -v Warn | tail -14 ;;
+  s46_all)  # (session 46, when one device call is all there is) the PDL GPU tests that matter most, the 1B decode step
+             # (stock, ours without / with PDL), the 1B shipped GEMVs with / without PDL
+    timeout 90 python3 -m pytest -q -x -p no:cacheprovider tests/kernels/test_gemv_kernel.py \
+      tests/kernels/test_decode_attention_kernel.py -k "pdl" 2>&1 | tail -3
+    timeout 190 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_static_cudagraphs.py \
+      tests/patterns/test_decode_gemv.py tests/patterns/test_attention_sdpa.py \
+      -k "pdl or (hf_llama_decode and 1-reduce-overhead-on-on) or gpu_deberta" 2>&1 | grep -E "passed|failed|FAILED|Error" | tail -10
+    timeout 170 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
+      --variants stock+cudagraphs fusion_passes+graphstep+nopdl fusion_passes+graphstep --budget-s 150 \
+      --out "$OUT/e2e_decode_s46_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -6
+    timeout 110 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b \
+      --out "$OUT/pdl_shipped_s46.json" 2>&1 | grep -v Warn | tail -14 ;;
   s46_decode)  # (session 46) 1B and 8B decode steps, eager attention: the uncompiled model (1B), stock with CUDA graphs,
                # ours in the graphed step without PDL (as before) and with it (the default there now)
     timeout 250 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
@@ -693,6 +706,6 @@ case "${1:-}" in
       --out "$OUT/e2e_decode_s46_llama-8b_eager.json" 2>&1 | grep -v Warning | tail -6 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all" >&2
      exit 2 ;;
 esac
