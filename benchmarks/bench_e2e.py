@@ -202,8 +202,8 @@ def forced_policies(variant: str) -> dict[str, str]:
         "l2pf": (attention_sdpa.PREFETCH_POLICY_ENV, "on"),  # decode attention requests the o-proj weight into L2
         "packdecode": (qkv_packing.DECODE_POLICY_ENV, "packed"),  # decode-sized groups cuBLAS runs: all packed
         "unpackdecode": (qkv_packing.DECODE_POLICY_ENV, "unpacked"),  # ... none (before session 30: 2-16 rows too)
-        "pdl": (pdl.POLICY_ENV, "on"),  # decode kernels launched with PDL even without CUDA graphs (auto: with them)
-        "nopdl": (pdl.POLICY_ENV, "off"),  # ... never (before session 46)
+        "pdl": (pdl.POLICY_ENV, "auto"),  # decode kernels launched with PDL where compiled for CUDA graphs
+        "nopdl": (pdl.POLICY_ENV, "off"),  # ... never (the default)
     }
     name, *parts = variant.removesuffix("+cudagraphs").split("+")
     if name != "fusion_passes":

@@ -680,7 +680,7 @@ case "${1:-}" in
       tests/kernels/test_decode_attention_kernel.py tests/kernels/test_compile_for_hopper.py -k "pdl" 2>&1 | tail -4
     timeout 290 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_static_cudagraphs.py \
       tests/patterns/test_decode_gemv.py tests/patterns/test_attention_sdpa.py \
-      -k "pdl or (hf_llama_decode and reduce-overhead-on-on) or gpu_deberta" \
+      -k "pdl or (hf_llama_decode and on-on-auto) or gpu_deberta" \
       2>&1 | grep -E "passed|failed|FAILED|Error" | tail -12
     timeout 170 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes ${2:-1b} \
       --out "$OUT/pdl_shipped_s46.json" 2>&1 | grep -v Warn | tail -14 ;;
@@ -690,19 +690,19 @@ case "${1:-}" in
       tests/kernels/test_decode_attention_kernel.py -k "pdl" 2>&1 | tail -3
     timeout 190 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_static_cudagraphs.py \
       tests/patterns/test_decode_gemv.py tests/patterns/test_attention_sdpa.py \
-      -k "pdl or (hf_llama_decode and 1-reduce-overhead-on-on) or gpu_deberta" 2>&1 | grep -E "passed|failed|FAILED|Error" | tail -10
+      -k "pdl or (hf_llama_decode and on-on-auto-1) or gpu_deberta" 2>&1 | grep -E "passed|failed|FAILED|Error" | tail -10
     timeout 170 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
-      --variants stock+cudagraphs fusion_passes+graphstep+nopdl fusion_passes+graphstep --budget-s 150 \
+      --variants stock+cudagraphs fusion_passes+graphstep+nopdl fusion_passes+graphstep+pdl --budget-s 150 \
       --out "$OUT/e2e_decode_s46_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -6
     timeout 110 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b \
       --out "$OUT/pdl_shipped_s46.json" 2>&1 | grep -v Warn | tail -14 ;;
   s46_decode)  # (session 46) 1B and 8B decode steps, eager attention: the uncompiled model (1B), stock with CUDA graphs,
                # ours in the graphed step without PDL (as before) and with it (the default there now)
     timeout 250 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
-      --variants eager stock+cudagraphs fusion_passes+graphstep+nopdl fusion_passes+graphstep --budget-s 220 \
+      --variants eager stock+cudagraphs fusion_passes+graphstep+nopdl fusion_passes+graphstep+pdl --budget-s 220 \
       --out "$OUT/e2e_decode_s46_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -7
     timeout 300 python3 benchmarks/bench_e2e.py --model llama-8b --attn eager --workloads decode-1024 \
-      --variants stock+cudagraphs fusion_passes+graphstep+nopdl fusion_passes+graphstep --budget-s 270 \
+      --variants stock+cudagraphs fusion_passes+graphstep+nopdl fusion_passes+graphstep+pdl --budget-s 270 \
       --out "$OUT/e2e_decode_s46_llama-8b_eager.json" 2>&1 | grep -v Warning | tail -6 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;

@@ -629,13 +629,16 @@ def test_gpu_graphed_hf_decode_step_matches_eager(attn):
 @pytest.mark.gpu
 @gpu
 @pytest.mark.parametrize("attn", ["eager", "sdpa"])
-def test_gpu_graphed_hf_decode_step_compiled_inside_launches_with_pdl(attn):
-    """#8: compiled inside ``cuda_graph_step``'s calls, the step is compiled for CUDA graphs: on sm_90+ every
-    decode GEMV after the first and each attention launch with PDL (``kernels.pdl``), and the replayed steps still
-    give eager's logits (each step reads the cache the ones before wrote)."""
+def test_gpu_graphed_hf_decode_step_compiled_inside_launches_with_pdl(attn, monkeypatch):
+    """#8: compiled inside ``cuda_graph_step``'s calls, the step is compiled for CUDA graphs: with
+    ``FUSION_PASSES_PDL=auto``, on sm_90+ every decode GEMV after the first and each attention launch with PDL
+    (``kernels.pdl``), and the replayed steps still give eager's logits (each step reads the cache the ones before
+    wrote)."""
     from transformers import StaticCache
 
     from fusion_passes.kernels import pdl
+
+    monkeypatch.setenv(pdl.POLICY_ENV, "auto")
     from fusion_passes.zoo import hf_cache_kwargs
     from tests.test_hf_models import _causal_lm
 

@@ -24,9 +24,10 @@ the graph does not mutate).
 
 The launches go through Triton's launcher (``kernel[grid](..., launch_pdl=True)``): Inductor's code for a traced
 user kernel has no way to ask for PDL. So a PDL op is an extern op that runs Python on every call: worth it only
-where the call is replayed from a CUDA graph. Policy ``FUSION_PASSES_PDL``: ``auto`` (default) uses PDL where the
-compile is for CUDA graphs (Inductor's, ``cudagraphs="static"``, or inside ``cuda_graph_step``'s first call) on a
-GPU that has it; ``on`` wherever the GPU has it (for measuring); ``off`` never.
+where the call is replayed from a CUDA graph. Policy ``FUSION_PASSES_PDL``: ``off`` (default, until a GPU has
+measured it: session 46 built it with no GPU lent) never; ``auto`` uses PDL where the compile is for CUDA graphs
+(Inductor's, ``cudagraphs="static"``, or inside ``cuda_graph_step``'s calls) on a GPU that has it; ``on`` wherever
+the GPU has it (for measuring).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ __all__ = ["POLICY_ENV", "POLICIES", "HAS_GDC", "gdc_launch_dependents", "gdc_wa
            "graphed_compile", "compiling_for_graphs", "wanted"]
 
 POLICY_ENV = "FUSION_PASSES_PDL"
-POLICIES = ("auto", "on", "off")
+POLICIES = ("off", "auto", "on")
 MIN_CAPABILITY = (9, 0)  # griddepcontrol: Hopper and later
 
 HAS_GDC = gdc_wait is not None

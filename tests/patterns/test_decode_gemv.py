@@ -731,7 +731,7 @@ def test_cuda_gemvs_after_a_kernel_of_ours_launch_with_pdl_in_graphed_compiles(g
     launch with PDL), which loads its weights before waiting for the kernel before it. The graph's first GEMVs read
     only what no kernel of ours computed (here the input), so they stay plain launches: that is what makes the
     early weight loads safe. Ops before/after: the same GEMVs, the later two as twins; the match says so."""
-    monkeypatch.setenv("FUSION_PASSES_PDL", policy)
+    monkeypatch.setenv(pdl.POLICY_ENV, policy)
     monkeypatch.setattr(pdl, "supported", lambda device: supported)
     gm, rec = apply_on_fake_cuda(decode_gemv, _two_mlp_layers, *_MLP_SHAPES, graphed=graphed)
     # residual epilogues first (down 1, down 2), then the norm prologues (gate/up 1, gate/up 2); down 1 reads only
@@ -745,7 +745,7 @@ def test_cuda_gemv_on_values_no_kernel_of_ours_computed_is_never_pdl(monkeypatch
     """Must not fire: a GEMV whose input comes from the graph's inputs through Inductor's own ops (here a scale and a
     cast) could be the graph's first kernel, which must be a plain launch (else it might read a weight while work
     queued before the graph still writes it); so it is traced however PDL is set."""
-    monkeypatch.setenv("FUSION_PASSES_PDL", "on")
+    monkeypatch.setenv(pdl.POLICY_ENV, "on")
     monkeypatch.setattr(pdl, "supported", lambda device: True)
 
     def fn(x, r, w1, w2):
@@ -763,6 +763,7 @@ def test_cuda_kv_writing_pdl_twin_writes_the_caches_in_place(monkeypatch):
     from torch._inductor.fx_passes.post_grad import decompose_auto_functionalized
     from torch._inductor.fx_passes.reinplace import reinplace_inplaceable_ops_core
 
+    monkeypatch.setenv(pdl.POLICY_ENV, "auto")
     monkeypatch.setattr(pdl, "supported", lambda device: True)
     fn, shapes = _attention_layer()
 
@@ -787,6 +788,7 @@ def test_cuda_decode_attention_launches_with_pdl_after_a_kernel_of_ours(q_from, 
     ours computes q (the q/k/v GEMV): the o GEMV after it then loads its weights during the attention. Must not
     fire where q is a graph input (the attention could be the graph's first kernel). The o GEMV is a PDL twin
     either way: the attention, a kernel of ours launched before it, computes its input."""
+    monkeypatch.setenv(pdl.POLICY_ENV, "auto")
     monkeypatch.setattr(pdl, "supported", lambda device: True)
 
     def fn(h, nw, wq, q_in, kc, vc, a_res, w_o):
@@ -866,14 +868,16 @@ def _hf_llama_cuda(hidden=256, layers=2):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("batch", [1, 4])
-@pytest.mark.parametrize("mode, rope, kv", [(None, "off", "off"), ("reduce-overhead", "off", "off"),
-                                            ("reduce-overhead", "on", "off"), (None, "on", "on"),
-                                            ("reduce-overhead", "on", "on")])
-def test_gpu_hf_llama_decode(monkeypatch, mode, rope, kv, batch):
+@pytest.mark.parametrize("mode, rope, kv, pdl_policy", [
+    (None, "off", "off", "off"), ("reduce-overhead", "off", "off", "off"), ("reduce-overhead", "on", "off", "off"),
+    (None, "on", "on", "off"), ("reduce-overhead", "on", "on", "off"), ("reduce-overhead", "on", "on", "auto")])
+def test_gpu_hf_llama_decode(monkeypatch, mode, rope, kv, pdl_policy, batch):
     """Four decode steps (each reads the cache the previous ones wrote) match eager, with RoPE and the KV-cache
-    update in the q/k/v GEMV or not."""
+    update in the q/k/v GEMV or not, and under Inductor's CUDA graphs with the kernels launched with PDL (on sm_90+:
+    every GEMV but the first)."""
     monkeypatch.setenv(decode_gemv.ROPE_POLICY_ENV, rope)
     monkeypatch.setenv(decode_gemv.KV_WRITE_POLICY_ENV, kv)
+    monkeypatch.setenv(pdl.POLICY_ENV, pdl_policy)
     transformers, cfg, model = _hf_llama_cuda()
     got, expected, recs = _hf_decode_steps(transformers, cfg, model, batch=batch, steps=4, prompt=16, patterns=None,
                                            mode=mode)
@@ -884,6 +888,8 @@ def test_gpu_hf_llama_decode(monkeypatch, mode, rope, kv, batch):
         f"{[(n.pattern, n.reason) for r in recs for n in r.near_misses]}; errors: {[e for r in recs for e in r.errors]}")
     assert sum("rope on 2" in m.detail.get("epilogue", "") for m in matches(recs)) == (2 if rope == "on" else 0)
     assert sum("kv-cache write of 2" in m.detail.get("epilogue", "") for m in matches(recs)) == (2 if kv == "on" else 0)
+    with_pdl = pdl_policy == "auto" and pdl.supported(torch.device("cuda"))
+    assert [m.detail.get("launch") for m in matches(recs)].count("pdl") == (len(matches(recs)) - 1 if with_pdl else 0)
     before, after = ops_of(recs, "before"), ops_of(recs, "after")
     # every linear's GEMM is gone; at batch 1 the rotary embedding's inv_freq @ positions is an mm too, which
     # outer_product turns into a multiply
