@@ -104,12 +104,6 @@ BEATS_CUBLAS = {
 # The cache-writing form's config where the table has none (the 1B q/k/v shape's runner-up, within 0.1 us).
 KV_FALLBACK = (4, 1024, False, 4, 2)
 
-# Devices that run another device's configs: the H100 SXM is the H200's chip (GH100, 132 SMs, the same register
-# file and L2) with 80 GB of slower HBM, so the persistent form's programs per SM fit it alike. Its own autotuner
-# picks only tiled configs, timed with the weights in L2 (the module doc). Not BEATS_CUBLAS: that compares against
-# cuBLAS on the H200 only.
-CONFIGS_OF = {"NVIDIA H100 80GB HBM3": "NVIDIA H200"}
-
 
 def policy() -> str:
     from ..patterns import env_policy  # the registry's helper: one parser and error for every setting
@@ -149,7 +143,7 @@ def beats_cublas(device_name: str, form: str, k: int, n0: int, n1: int, n2: int)
 
 def lookup(device_name: str, meta: dict, k: int, n0: int, n1: int, n2: int) -> Optional[tuple]:
     """The measured config of an M = 1 launch, or None (not listed, or the table is off)."""
-    key = (CONFIGS_OF.get(device_name, device_name), form(meta), k, n0, n1, n2)
+    key = (device_name, form(meta), k, n0, n1, n2)
     if policy() == "off":
         return None
     return PERSISTENT.get(key) if policy() == "on" and key in PERSISTENT else TABLE.get(key)
