@@ -686,16 +686,18 @@ case "${1:-}" in
       --out "$OUT/pdl_shipped_s46.json" 2>&1 | grep -v Warn | tail -14 ;;
   s46_all)  # (session 46, when one device call is all there is) the PDL GPU tests that matter most, the 1B decode step
              # (stock, ours without / with PDL), the 1B shipped GEMVs with / without PDL
-    timeout 90 python3 -m pytest -q -x -p no:cacheprovider tests/kernels/test_gemv_kernel.py \
+    timeout 80 python3 -m pytest -q -x -p no:cacheprovider tests/kernels/test_gemv_kernel.py \
       tests/kernels/test_decode_attention_kernel.py -k "pdl" 2>&1 | tail -3
-    timeout 190 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_static_cudagraphs.py \
-      tests/patterns/test_decode_gemv.py tests/patterns/test_attention_sdpa.py \
-      -k "pdl or (hf_llama_decode and on-on-auto-1) or gpu_deberta" 2>&1 | grep -E "passed|failed|FAILED|Error" | tail -10
-    timeout 170 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
-      --variants stock+cudagraphs fusion_passes+graphstep+nopdl fusion_passes+graphstep+pdl --budget-s 150 \
-      --out "$OUT/e2e_decode_s46_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -6
-    timeout 110 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b \
-      --out "$OUT/pdl_shipped_s46.json" 2>&1 | grep -v Warn | tail -14 ;;
+    timeout 160 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_static_cudagraphs.py \
+      tests/patterns/test_decode_gemv.py -k "pdl or (hf_llama_decode and on-on-auto-1)" 2>&1 \
+      | grep -E "passed|failed|FAILED|Error" | tail -10
+    timeout 150 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
+      --variants fusion_passes+graphstep+nopdl fusion_passes+graphstep+pdl --budget-s 130 \
+      --out "$OUT/e2e_decode_s46_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -5
+    timeout 100 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b \
+      --out "$OUT/pdl_shipped_s46.json" 2>&1 | grep -v Warn | tail -14
+    timeout 90 python3 -m pytest -q -p no:cacheprovider -m gpu tests/patterns/test_attention_sdpa.py \
+      -k gpu_deberta 2>&1 | grep -E "passed|failed|FAILED|Error" | tail -5 ;;
   s46_decode)  # (session 46) 1B and 8B decode steps, eager attention: the uncompiled model (1B), stock with CUDA graphs,
                # ours in the graphed step without PDL (as before) and with it (the default there now)
     timeout 250 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
