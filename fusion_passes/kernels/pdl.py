@@ -74,7 +74,7 @@ def policy() -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _capability(index: int) -> tuple[int, int]:
+def _capability(index) -> tuple[int, int]:
     try:
         return torch.cuda.get_device_capability(index)
     except (RuntimeError, AssertionError):  # no CUDA runtime (fake CUDA tensors in the CPU tests)
@@ -86,8 +86,7 @@ def supported(device: torch.device) -> bool:
     not Triton's interpreter (which has no PTX)."""
     if not HAS_GDC or INTERPRETED or device.type != "cuda":
         return False
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    return _capability(index) >= MIN_CAPABILITY
+    return _capability(device.index) >= MIN_CAPABILITY  # (None: the current device)
 
 
 @contextlib.contextmanager
