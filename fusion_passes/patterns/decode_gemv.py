@@ -745,9 +745,10 @@ _TRITON_OPS = (decode_attention.decode_attention, *gemv.PDL_TWINS.values())
 
 
 def _launches_triton(node: fx.Node) -> bool:
-    """Whether ``node`` runs a Triton kernel of ours: a traced user kernel (Inductor's code launches it, without
-    PDL) or one of our extern ops that launch Triton kernels (the decode attention, the GEMVs' PDL twins), also as
-    ``auto_functionalized`` wraps one that writes in place."""
+    """Whether ``node`` launches a Triton kernel: a traced user kernel (ours, or the model's own; Inductor's code
+    launches it plainly) or one of our extern ops that launch Triton kernels (the decode attention, the GEMVs' PDL
+    twins), also as ``auto_functionalized`` wraps one that writes in place. A graph's first such kernel is a plain
+    launch: the later ones get PDL only where one of these computes their input."""
     if node.op != "call_function":
         return False
     return (node.target in _TRACED_KERNELS or node.target in _TRITON_OPS
