@@ -14,7 +14,7 @@ and its stores are visible. What it may do before the wait is read its weights, 
 So HBM keeps streaming across the boundary between two kernels, which a kernel that starts from nothing (launch,
 first round trip, the last programs' tail) leaves idle for 1-2 us (``benchmarks/probe_pdl_preload.py``).
 
-Why reading weights before the wait is safe where the passes use it (``graph_utils.after_a_kernel``): a kernel
+Why reading weights before the wait is safe where the passes use it (``decode_gemv._pdl_launch``): a kernel
 launched *without* PDL starts only once everything before it in the stream has finished, and a PDL kernel finishes
 only after its own wait, so everything before it has finished too. The passes launch with PDL only ops with a data
 input computed by another kernel of ours in the same graph (launched earlier), so the graph's first kernel of ours
