@@ -417,6 +417,8 @@ def measure(model, step, variant, reference, device, iters, decode=False) -> dic
     for r in recs:
         for m in r.matches:
             fired[m.pattern] = fired.get(m.pattern, 0) + 1
+            if m.detail.get("launch") == "pdl":  # GEMVs run as their PDL twins (FUSION_PASSES_PDL)
+                fired["launch=pdl"] = fired.get("launch=pdl", 0) + 1
     return dict(
         median_ms=round(ms, 4),
         pipelined_ms=round(pipelined, 4) if pipelined is not None else None,
