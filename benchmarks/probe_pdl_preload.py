@@ -2,6 +2,8 @@
 
     python benchmarks/probe_pdl_preload.py                        # GPU: llama-1b shapes, table + JSON
     python benchmarks/probe_pdl_preload.py --shapes 1b 8b         # ... and the 8B shapes
+    python benchmarks/probe_pdl_preload.py --shipped-only --table-as "NVIDIA H200"   # the shipped GEMVs only, with
+                                                                  # the H200's table (e.g. on an H100)
     TRITON_INTERPRET=1 python benchmarks/probe_pdl_preload.py --tiny   # CPU: values only (PDL off)
 
 The small GEMVs that miss #8's per-GEMV target (1B q/k/v and o) cannot reach it as kernels that each start from
@@ -26,7 +28,8 @@ another kernel writes, and every store, comes after it.
 Chains, each captured in one CUDA graph, 16 repetitions with distinct weights (every byte from HBM):
     per shape:  16 GEMVs of one linear back to back (q/k/v, o, gate/up, down): us per GEMV
     layer:      q/k/v -> o (+residual, reading q's slice) -> gate/up (silu * mul) -> down (+residual), 16 layers
-Variants: ``shipped`` (fusion_passes' decode_gemv, gemv_table's configs; no norms, as here), ``probe`` (this kernel,
+Variants: ``shipped`` (fusion_passes' decode_gemv, gemv_table's configs, q/k/v and gate/up with the norm, q/k/v
+with RoPE; ``+pdl``, ``+pdl1``, ``+pdl+persist``: its PDL twins, see ``SHIPPED``), ``probe`` (this kernel,
 plain launches), ``probe+pdl`` (launched with PDL, weights loaded before the wait), ``read`` / ``read+pdl`` (the
 same kernel reading only its weights: the floor of each form). Every probe config is checked against torch, and the
 PDL chain's output must equal the plain chain's bit for bit (same code, same config).
@@ -35,6 +38,7 @@ PDL chain's output must equal the plain chain's bit for bit (same code, same con
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -114,6 +118,11 @@ class Linear:
         self.u = r(self.n, self.k) * self.k**-0.5 if self.gated else None
         self.x = r(1, self.k)
         self.res = r(1, self.n) if self.res_on else None
+        # the shipped q/k/v and gate/up carry the layer's RMSNorm (and q/k/v their RoPE), as in a decode step
+        self.nw = (torch.rand(self.k, device=device) + 0.5).to(dtype) if not self.res_on else None
+        self.hd = 16 if self.k < 2048 else 64 if self.k == 2048 else 128  # head dim (tiny, 1B, 8B)
+        angle = torch.rand(1, self.hd, device=device) * 6
+        self.cos, self.sin = angle.cos().to(dtype), angle.sin().to(dtype)
         self.out = torch.empty(1, self.n, device=device, dtype=dtype)
 
     def bytes(self) -> int:
@@ -139,16 +148,45 @@ def launch(lin: Linear, x, cfg: dict, read_only=False):
 
 
 def launch_shipped(lin: Linear, x, pdl: bool = False):
-    """fusion_passes' decode_gemv (``pdl``: its PDL twin, as the passes launch it in a graphed step)."""
+    """fusion_passes' decode_gemv as a decode step launches it (``pdl``: its PDL twin, as the passes launch it in a
+    graphed step): q/k/v with the norm and RoPE on q and k (three weights, row slices of W: one launch; the cache
+    write stays out, as by default), o and down with the residual, gate/up with the norm and silu * mul."""
     from fusion_passes.kernels import gemv  # noqa: F401  (registers the ops)
-    if lin.gated or lin.res_on:
-        ws = (lin.w, lin.u, None)
-    else:  # q/k/v as the step launches it: three weights (row slices of W), one launch
-        h = lin.k
-        ws = (lin.w[:h], lin.w[h:h + (lin.n - h) // 2], lin.w[h + (lin.n - h) // 2:])
     op = torch.ops.fusion_passes.decode_gemv_pdl if pdl else torch.ops.fusion_passes.decode_gemv
-    lin.out_shipped = op(x, *ws, None, 1e-5, 0.0, True, lin.res, lin.gated)
+    if lin.res_on:
+        lin.out_shipped = op(x, lin.w, None, None, None, 1e-5, 0.0, True, lin.res, False)
+    elif lin.gated:
+        lin.out_shipped = op(x, lin.w, lin.u, None, lin.nw, 1e-5, 0.0, True, None, True)
+    else:
+        h, kv = lin.k, (lin.n - lin.k) // 2
+        lin.out_shipped = op(x, lin.w[:h], lin.w[h:h + kv], lin.w[h + kv:], lin.nw, 1e-5, 0.0, True, None, False,
+                             lin.cos, lin.sin, lin.hd, 2)
     return lin.out_shipped
+
+
+# The shipped variants: (PDL twins, how gemv_table.PERSISTENT is changed for the run). "+pdl": the table as it is
+# (two blocks before the wait where an entry says so); "+pdl1": every entry one block; "+pdl+persist": also a
+# persistent entry (two blocks) for the shapes that have only a tiled one (the 1B o).
+SHIPPED = {"shipped": (False, None), "shipped+pdl": (True, None), "shipped+pdl1": (True, "preload1"),
+           "shipped+pdl+persist": (True, "persist")}
+EXTRA_PERSISTENT = {("res", 2048, 2048, 0, 0): (1, 2048, True, 4, 1, True, 6, 2)}
+
+
+@contextlib.contextmanager
+def shipped_tables(change, device_name: str):
+    """gemv_table.PERSISTENT changed as ``change`` says while the block runs (launches look it up per call)."""
+    from fusion_passes.kernels import gemv_table
+
+    table = dict(gemv_table.PERSISTENT)
+    if change == "preload1":
+        table = {key: entry[:7] for key, entry in table.items()}
+    elif change == "persist":
+        table.update({(device_name, *key): entry for key, entry in EXTRA_PERSISTENT.items()})
+    saved, gemv_table.PERSISTENT = gemv_table.PERSISTENT, table
+    try:
+        yield
+    finally:
+        gemv_table.PERSISTENT = saved
 
 
 def configs(lin: Linear, pdl: bool):
@@ -217,6 +255,8 @@ def main() -> int:
     ap.add_argument("--layers", type=int, default=16)
     ap.add_argument("--shipped-only", action="store_true",
                     help="only fusion_passes' GEMVs, plain and PDL (no probe-kernel sweep, no read floors)")
+    ap.add_argument("--table-as", default=None, metavar="DEVICE_NAME",
+                    help="FUSION_PASSES_GEMV_TABLE_DEVICE: gemv_table's configs as on this GPU ('NVIDIA H200')")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "pdl_preload_probe.json"))
     args = ap.parse_args()
     if args.tiny:
@@ -224,6 +264,11 @@ def main() -> int:
     if gdc_wait is None:
         raise SystemExit("this triton has no griddepcontrol ops (triton.language.extra.cuda.gdc_wait)")
     dev = torch.device("cuda")
+    from fusion_passes.kernels import gemv
+
+    if args.table_as:  # recorded in the JSON's settings
+        os.environ["FUSION_PASSES_GEMV_TABLE_DEVICE"] = args.table_as
+    device_name = gemv._device_name(dev)
     bw = copy_bandwidth_gbs("cuda") / 1e3  # TB/s
     rows, summary = [], []
 
@@ -247,18 +292,18 @@ def main() -> int:
                     best[(linear, variant)] = (us, cfg)
                 return us
 
-            run("shipped", {}, lambda: [launch_shipped(lin, x) for lin, x in zip(lins, xs)])
-            run("shipped+pdl", {}, lambda: [launch_shipped(lin, x, pdl=True) for lin, x in zip(lins, xs)])
             outs = {}
-            for pdl in (False, True):  # the PDL twin computes what the plain op does, bit for bit
-                torch.cuda.synchronize()
-                outs[pdl] = [launch_shipped(lin, x, pdl).clone() for lin, x in zip(lins, xs)]
-            same = all(torch.equal(a, b) for a, b in zip(outs[False], outs[True]))
-            record(shape=shape, chain=linear, check="shipped pdl equals shipped", equal=same)
-            if not same:
-                raise SystemExit(f"{shape} {linear}: the shipped PDL chain differs from the plain one")
+            for variant, (pdl, change) in SHIPPED.items():
+                with shipped_tables(change, device_name):
+                    run(variant, {}, (lambda pdl: lambda: [launch_shipped(lin, x, pdl) for lin, x in zip(lins, xs)])(pdl))
+                    torch.cuda.synchronize()  # each variant computes what the plain ops do, bit for bit
+                    outs[variant] = [launch_shipped(lin, x, pdl).clone() for lin, x in zip(lins, xs)]
+                same = all(torch.equal(a, b) for a, b in zip(outs["shipped"], outs[variant]))
+                record(shape=shape, chain=linear, check=f"{variant} equals shipped", equal=same)
+                if not same:
+                    raise SystemExit(f"{shape} {linear}: the {variant} chain differs from the plain one")
             if args.shipped_only:
-                for variant in ("shipped", "shipped+pdl"):
+                for variant in SHIPPED:
                     us, cfg = best[(linear, variant)]
                     summary.append(dict(shape=shape, chain=linear, variant=variant, cfg=cfg, us_per_gemv=round(us, 3),
                                         pct_copy_bw=round(100 * ideal / us, 1)))
@@ -292,7 +337,7 @@ def main() -> int:
             record(shape=shape, chain=linear, check="pdl chain equals plain chain", cfg=cfg, equal=same)
             if not same:
                 raise SystemExit(f"{shape} {linear}: the PDL chain differs from the plain chain")
-            for variant in ("shipped", "shipped+pdl", "probe", "probe+pdl", "read", "read+pdl"):
+            for variant in (*SHIPPED, "probe", "probe+pdl", "read", "read+pdl"):
                 us, cfg = best[(linear, variant)]
                 summary.append(dict(shape=shape, chain=linear, variant=variant, cfg=cfg, us_per_gemv=round(us, 3),
                                     pct_copy_bw=round(100 * ideal / us, 1)))
@@ -302,15 +347,17 @@ def main() -> int:
         xs = chain_inputs(layer)
         layer_bytes = sum(chains[linear][0].bytes() for linear in LINEARS)
         ideal = layer_bytes / (bw * 1e12) * 1e6
-        steps = {"shipped": lambda: [launch_shipped(lin, x) for lin, x in zip(layer, xs)],
-                 # as a graphed step launches them: the first GEMV plainly, every later one with PDL
-                 "shipped+pdl": lambda: [launch_shipped(lin, x, pdl=j > 0) for j, (lin, x) in enumerate(zip(layer, xs))]}
+        # as a graphed step launches them: the first GEMV plainly, every later one with PDL (in the PDL variants)
+        steps = {variant: (lambda pdl: lambda: [launch_shipped(lin, x, pdl and j > 0)
+                                                for j, (lin, x) in enumerate(zip(layer, xs))])(pdl)
+                 for variant, (pdl, _) in SHIPPED.items()}
         for variant in ("probe", "probe+pdl") if not args.shipped_only else ():
             picks = {linear: best[(linear, variant)][1] for linear in LINEARS}
             steps[variant] = (lambda picks: lambda: [launch(lin, x, picks[LINEARS[j % 4]])
                                                      for j, (lin, x) in enumerate(zip(layer, xs))])(picks)
         for variant, step in steps.items():
-            us = time_graph(step) / args.layers
+            with shipped_tables(SHIPPED.get(variant, (False, None))[1], device_name):
+                us = time_graph(step) / args.layers
             row = dict(shape=shape, chain="layer", variant=variant, us_per_gemv=None, us_per_layer=round(us, 3),
                        pct_copy_bw=round(100 * ideal / us, 1))
             record(**row)
@@ -322,10 +369,10 @@ def main() -> int:
 def save(out: str, bw: float, summary: list, rows: list) -> None:
     """Print the summary table and write the JSON (environment, copy bandwidth, summary, every row)."""
     print(f"\ncopy bandwidth {bw:.2f} TB/s; best config per variant (us per GEMV, or per layer; % of copy bandwidth)")
-    print(f"{'shape':6} {'chain':8} {'variant':10} {'us':>8} {'%bw':>6}  cfg")
+    print(f"{'shape':6} {'chain':8} {'variant':20} {'us':>8} {'%bw':>6}  cfg")
     for r in summary:
         us = r["us_per_gemv"] if r["us_per_gemv"] is not None else r["us_per_layer"]
-        print(f"{r['shape']:6} {r['chain']:8} {r['variant']:10} {us:8.2f} {r['pct_copy_bw']:6.1f}  {r.get('cfg', '')}")
+        print(f"{r['shape']:6} {r['chain']:8} {r['variant']:20} {us:8.2f} {r['pct_copy_bw']:6.1f}  {r.get('cfg', '')}")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         json.dump(dict(**environment("cuda"), copy_tb_s=bw, summary=summary, rows=rows), f, indent=1)

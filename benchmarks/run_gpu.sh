@@ -76,7 +76,8 @@
 #                                        # with / without PDL per linear and per layer (probe_pdl_preload --shipped-only)
 #   bash benchmarks/run_gpu.sh s46_all   # (session 46) one call: the key PDL GPU tests, 1B decode, 1B GEMVs +/- PDL
 #   bash benchmarks/run_gpu.sh s46_decode  # (session 46) 1B and 8B decode: uncompiled, stock, ours without / with PDL
-#   bash benchmarks/run_gpu.sh s47       # (session 47) DeBERTa GPU test, 8B GEMVs +/- PDL, 8B and 1B decode +/- PDL
+#   bash benchmarks/run_gpu.sh s47       # (session 47) DeBERTa GPU test, shipped GEMVs +/- PDL (one / two blocks
+#                                          before the wait), 1B decode +/- PDL, the H200's table on any GPU
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -707,18 +708,17 @@ case "${1:-}" in
     timeout 300 python3 benchmarks/bench_e2e.py --model llama-8b --attn eager --workloads decode-1024 \
       --variants stock+cudagraphs fusion_passes+graphstep+nopdl fusion_passes+graphstep+pdl --budget-s 270 \
       --out "$OUT/e2e_decode_s46_llama-8b_eager.json" 2>&1 | grep -v Warning | tail -6 ;;
-  s47)  # (session 47, one call) the DeBERTa GPU test's failures, the 8B shipped GEMVs with / without PDL, 8B decode
-         # (stock, ours without / with PDL), 1B decode (stock, ours with PDL) on the same machine
+  s47)  # (session 47, one call) the DeBERTa GPU test, the shipped GEMVs (1B and 8B shapes, the H200's table) plain /
+         # with PDL (the table's preload) / with PDL one block / with PDL and a persistent 1B o, then the 1B decode
+         # step: stock, ours without / with PDL (the H200's table on any GPU: FUSION_PASSES_GEMV_TABLE_DEVICE)
     timeout 60 python3 -m pytest -q -p no:cacheprovider -p no:logging --tb=short -m gpu \
       tests/patterns/test_attention_sdpa.py -k gpu_deberta 2>&1 | grep -E "^E |passed|failed" | head -30
-    timeout 120 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 8b \
-      --out "$OUT/pdl_shipped_s47_8b.json" 2>&1 | grep -v Warn | tail -14
-    timeout 280 python3 benchmarks/bench_e2e.py --model llama-8b --attn eager --workloads decode-1024 \
-      --variants stock+cudagraphs fusion_passes+graphstep+nopdl fusion_passes+graphstep+pdl --budget-s 250 \
-      --out "$OUT/e2e_decode_s47_llama-8b_eager.json" 2>&1 | grep -v Warning | tail -6
-    timeout 125 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
-      --variants stock+cudagraphs fusion_passes+graphstep+pdl --budget-s 100 \
-      --out "$OUT/e2e_decode_s47_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -5 ;;
+    timeout 230 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b 8b --table-as "NVIDIA H200" \
+      --out "$OUT/pdl_shipped_s47.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -45
+    FUSION_PASSES_GEMV_TABLE_DEVICE="NVIDIA H200" timeout 270 python3 benchmarks/bench_e2e.py --model llama-1b \
+      --attn eager --workloads decode-1024 --budget-s 200 \
+      --variants stock+cudagraphs fusion_passes+graphstep+nopdl fusion_passes+graphstep+pdl \
+      --out "$OUT/e2e_decode_s47_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -6 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
   *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47" >&2

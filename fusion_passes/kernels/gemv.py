@@ -87,8 +87,9 @@ tensors (how it is tested without a GPU).
 
 ``decode_gemv_pdl`` and ``decode_gemv_kv_write_pdl`` are the same ops launched with programmatic dependent launch
 (``kernels.pdl``, sm_90+): extern ops that run the kernel with PDL on, which requests its first block of weight rows
-(the persistent form; the tiled form, none) before ``griddepcontrol.wait`` and reads x, the residual, cos / sin and
-the cache positions only after it. The passes use them where a step is replayed from a CUDA graph.
+(the persistent form; two blocks where its ``gemv_table`` entry says ``PDL_PRELOAD`` 2; the tiled form, none) before
+``griddepcontrol.wait`` and reads x, the residual, cos / sin and the cache positions only after it. The passes use
+them where a step is replayed from a CUDA graph.
 """
 
 import contextvars
@@ -114,6 +115,7 @@ MAX_ROWS = 16  # the kernel's largest M: one 16-row tile (decode of up to 16 seq
 PREFETCH = True  # M = 1: the autotuner may pick the loop that loads the next K tile early (see _configs)
 ACC1D_INTERPRETED = False  # the interpreter's one config: the tests run it both ways
 PERSIST_INTERPRETED = 0  # > 0: the interpreter's M = 1 config is the persistent form, this many programs per "SM"
+PDL_PRELOAD_INTERPRETED = 1  # the interpreter's persistent config: blocks requested before the wait with PDL
 
 
 if triton is not None:
@@ -138,14 +140,15 @@ if triton is not None:
                 (32, 256, 8, 2), (32, 512, 8, 2), (64, 128, 4, 3), (64, 256, 8, 2), (128, 128, 8, 3),
             ]  # fmt: skip
         forms = (False, True) if prefetch and not dot else (False,)
-        configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": p, "ACC1D": False, "PERSIST": 0},
+        configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": p, "ACC1D": False, "PERSIST": 0,
+                                  "PDL_PRELOAD": 1},
                                  num_warps=w, num_stages=s) for p in forms for n, k, w, s in shapes]
         if prefetch and not dot:
             # the prefetching loop reducing each tile as it goes: with one tile's registers per program, more
             # programs fit on an SM; with the norm prologue it reads within 1-8 % of a plain read of the same
             # weights on the H200 (logs/s12_run5/gemv_design_norm.json)
-            configs += [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": True, "ACC1D": True, "PERSIST": 0},
-                                      num_warps=w, num_stages=s)
+            configs += [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": True, "ACC1D": True, "PERSIST": 0,
+                                       "PDL_PRELOAD": 1}, num_warps=w, num_stages=s)
                         for n, k, w, s in ((2, 1024, 4, 1), (4, 1024, 4, 1), (8, 1024, 4, 1), (4, 1024, 4, 2),
                                            (8, 1024, 4, 2), (2, 2048, 8, 2), (4, 2048, 8, 2))]
         return configs
@@ -356,11 +359,16 @@ if triton is not None:
         PERSIST: tl.constexpr,  # M = 1, BLOCK_K >= K only: programs per SM of the persistent form (0: tiled)
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
         PDL: tl.constexpr,  # launched with programmatic dependent launch (kernels.pdl): weights first, then the wait
+        PDL_PRELOAD: tl.constexpr,  # persistent form with PDL: blocks of rows requested before the wait (1, 2)
     ):
         T = X.dtype.element_ty
         PRECISION: tl.constexpr = "ieee" if IEEE_F32 else None  # None: Triton's default (TF32 for fp32)
         PAIR: tl.constexpr = 2 if ROPE else 1  # output columns per program column
         TWO: tl.constexpr = SILU_MUL or ROPE  # a second accumulator: the up projection, or the pair's other half
+        # two blocks requested before the wait, then the loop two ahead: the whole weight before the wait where the
+        # grid has 1-2 blocks a program (the small q/k/v), as session 45's probe did, at no more rows in registers
+        # in the loop; but the norm prologue then runs beside two blocks (gate/up and the 1B down spill: 1 there)
+        AHEAD2: tl.constexpr = PDL and PDL_PRELOAD == 2
         pid = tl.program_id(0)
         rm = tl.arange(0, BLOCK_M)
         m_ok = rm < M
@@ -375,10 +383,13 @@ if triton is not None:
             if CONCAT_W == 3:
                 n_blocks += tl.cdiv(N2 // PAIR, BLOCK_N)
             step = tl.num_programs(0)
-            # the first block's rows: parameters, which no kernel of the step writes, so with PDL they stream in
-            # while the kernel before this one finishes
+            # the first block's rows (AHEAD2: the second's too): parameters, which no kernel of the step writes, so
+            # with PDL they stream in while the kernel before this one finishes
             w, u = _load_block(W0, W1, W2, N0, N1, N2, pid, K, CONCAT_W, PAIR, ROPE, ROPE_DIM, SILU_MUL,
                                TWO, BLOCK_N, BLOCK_K)
+            if AHEAD2:
+                w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, pid + step, K, CONCAT_W, PAIR, ROPE,
+                                             ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
         if PDL:  # below: reads of what earlier kernels write (x, residual, cos / sin, positions), and every store
             gdc_wait()
         pos = rm * 0
@@ -398,8 +409,9 @@ if triton is not None:
                     nw = nw + norm_offset
                 xf = (xf * nw[None, :]).to(T).to(tl.float32)
             for blk_id in range(pid, n_blocks, step):
-                w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR,
-                                             ROPE, ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
+                if not AHEAD2:
+                    w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR,
+                                                 ROPE, ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
                 w_ptr, blk, n_lim, col0, w_idx = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR,
                                                                BLOCK_N)
                 rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL,
@@ -414,6 +426,9 @@ if triton is not None:
                           stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
                           SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
                 w, u = w_next, u_next
+                if AHEAD2:  # two blocks ahead, requested once this one is reduced
+                    w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + 2 * step, K, CONCAT_W, PAIR,
+                                                 ROPE, ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
         else:
             w_ptr, blk, n_lim, col0, w_idx = _weight_block(pid, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
             rn, rj, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL, BLOCK_N)
@@ -594,6 +609,9 @@ def _m1_kernel(device: torch.device, meta: dict, k: int, n0: int, n1: int, n2: i
 
 
 def _device_name(device: torch.device) -> str:
+    """The name ``gemv_table`` looks this device up by: its own, or ``FUSION_PASSES_GEMV_TABLE_DEVICE``'s."""
+    if alias := gemv_table.device_policy():
+        return alias
     try:
         return torch.cuda.get_device_name(device)
     except (RuntimeError, AssertionError):  # no CUDA runtime (fake CUDA tensors in the CPU tests)
@@ -678,9 +696,10 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         config = dict(BLOCK_N=16, BLOCK_K=64, PREFETCH=(PREFETCH if prefetch is None else prefetch)
                       and meta["BLOCK_M"] == 1, ACC1D=ACC1D_INTERPRETED, num_warps=4)
         if PERSIST_INTERPRETED and meta["BLOCK_M"] == 1:
-            config.update(BLOCK_N=4, BLOCK_K=triton.next_power_of_2(k), PERSIST=PERSIST_INTERPRETED)
+            config.update(BLOCK_N=4, BLOCK_K=triton.next_power_of_2(k), PERSIST=PERSIST_INTERPRETED,
+                          PDL_PRELOAD=PDL_PRELOAD_INTERPRETED)
     if config is not None:
-        config = {"ACC1D": False, "PERSIST": 0, **config}
+        config = {"ACC1D": False, "PERSIST": 0, "PDL_PRELOAD": 1, **config}
         if config["PERSIST"] and (meta["BLOCK_M"] != 1 or config["BLOCK_K"] < k):
             raise ValueError(f"decode_gemv: the persistent form needs M = 1 and BLOCK_K >= K ({k}), got M = {m}, "
                              f"BLOCK_K = {config['BLOCK_K']}")

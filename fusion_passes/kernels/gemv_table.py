@@ -28,10 +28,15 @@ from typing import Optional
 
 POLICY_ENV = "FUSION_PASSES_GEMV_TABLE"
 POLICIES = ("on", "tiled", "off")
+# Look the configs up as on another GPU ("": this one): an H100 has the H200's SM count and architecture, but
+# its entries were measured on the H200 only (set in benchmarks on an H100, where the device tool mostly lends one)
+DEVICE_POLICY_ENV = "FUSION_PASSES_GEMV_TABLE_DEVICE"
+DEVICE_POLICIES = ("", "NVIDIA H200")
 NORM_POLICY_ENV = "FUSION_PASSES_GEMV_NORM"
 NORM_POLICIES = ("exact", "late")
 
-# (device name, form, K, N0, N1, N2) -> (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages[, ACC1D[, PERSIST]]).
+# (device name, form, K, N0, N1, N2) -> (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages[, ACC1D[, PERSIST[,
+# PDL_PRELOAD]]]) (the last: PERSISTENT below).
 # form: "rope" (norm + q/k/v, q and k rotated), "kv" (the same + k/v cache stores), "res" (+ residual),
 # "silu" (norm + silu(gate) * up), "cat" (concatenated outputs).
 TABLE = {
@@ -78,14 +83,17 @@ TABLE = {
 # exactly, so a compiler that needs one register more would spill under the launch's register cap
 # (gemv._with_register_cap); 3 leave room up to 80. (The 8B RoPE form measured 15.46 us at 4 against 15.79 at 3
 # in run 3, within that noise: it stays at 3.)
+# An eighth field 2 (PDL_PRELOAD, session 47): launched with PDL (``kernels.pdl``) the program requests two blocks of
+# weight rows before griddepcontrol.wait, not one; for the q/k/v (1-2 blocks a program: the whole weight) and the
+# 8B o. Gate/up and the 1B down keep 1: two blocks beside the norm prologue spill under the register cap (sm_90).
 PERSISTENT = {
-    ("NVIDIA H200", "rope", 2048, 2048, 512, 512): (1, 2048, True, 4, 1, True, 6),  # 6.01 vs 6.43 us
-    ("NVIDIA H200", "kv", 2048, 2048, 512, 512): (1, 2048, True, 4, 1, True, 6),  # 6.40 / 6.51 vs 6.52 / 6.67 us
+    ("NVIDIA H200", "rope", 2048, 2048, 512, 512): (1, 2048, True, 4, 1, True, 6, 2),  # 6.01 vs 6.43 us
+    ("NVIDIA H200", "kv", 2048, 2048, 512, 512): (1, 2048, True, 4, 1, True, 6, 2),  # 6.40 / 6.51 vs 6.52 / 6.67 us
     ("NVIDIA H200", "silu", 2048, 8192, 8192, 0): (1, 2048, True, 4, 1, True, 8),  # 19.10 vs 19.33 us
     ("NVIDIA H200", "res", 8192, 2048, 0, 0): (1, 8192, True, 8, 1, True, 3),  # 10.56 vs 11.09 us
-    ("NVIDIA H200", "rope", 4096, 4096, 1024, 1024): (1, 4096, True, 8, 1, True, 3),  # 15.98 vs 17.89 us
-    ("NVIDIA H200", "kv", 4096, 4096, 1024, 1024): (1, 4096, True, 8, 1, True, 3),  # 16.33 / 16.18 vs 16.21 / 17.48
-    ("NVIDIA H200", "res", 4096, 4096, 0, 0): (2, 4096, True, 8, 1, True, 3),  # 10.43 vs 11.06 us
+    ("NVIDIA H200", "rope", 4096, 4096, 1024, 1024): (1, 4096, True, 8, 1, True, 3, 2),  # 15.98 vs 17.89 us
+    ("NVIDIA H200", "kv", 4096, 4096, 1024, 1024): (1, 4096, True, 8, 1, True, 3, 2),  # 16.33 / 16.18 vs 16.21 / 17.48
+    ("NVIDIA H200", "res", 4096, 4096, 0, 0): (2, 4096, True, 8, 1, True, 3, 2),  # 10.43 vs 11.06 us
     ("NVIDIA H200", "silu", 4096, 14336, 14336, 0): (1, 4096, True, 8, 1, True, 4),  # 55.74 vs 57.74 us
 }  # fmt: skip
 
@@ -111,6 +119,12 @@ def policy() -> str:
     return env_policy(POLICY_ENV, POLICIES)
 
 
+def device_policy() -> str:
+    from ..patterns import env_policy
+
+    return env_policy(DEVICE_POLICY_ENV, DEVICE_POLICIES)
+
+
 def norm_policy() -> str:
     from ..patterns import env_policy
 
@@ -129,11 +143,12 @@ def form(meta: dict) -> str:
 
 
 def as_config(entry: tuple) -> dict:
-    """A table entry as the kernel's config: BLOCK_N, BLOCK_K, PREFETCH, ACC1D, PERSIST, num_warps, num_stages."""
+    """A table entry as the kernel's config: BLOCK_N, BLOCK_K, PREFETCH, ACC1D, PERSIST, PDL_PRELOAD, num_warps,
+    num_stages."""
     n, bk, prefetch, warps, stages, *rest = entry
-    acc1d, persist = (list(rest) + [False, 0][len(rest):])[:2]
-    return dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=prefetch, ACC1D=bool(acc1d), PERSIST=persist, num_warps=warps,
-                num_stages=stages)
+    acc1d, persist, preload = (list(rest) + [False, 0, 1][len(rest):])[:3]
+    return dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=prefetch, ACC1D=bool(acc1d), PERSIST=persist, PDL_PRELOAD=preload,
+                num_warps=warps, num_stages=stages)
 
 
 def beats_cublas(device_name: str, form: str, k: int, n0: int, n1: int, n2: int) -> bool:

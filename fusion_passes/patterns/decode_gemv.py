@@ -120,7 +120,7 @@ def kv_write_policy() -> str:
 
 def cache_key() -> str:
     return (f"{policy()}/rope={rope_policy()}/kv_write={kv_write_policy()}/table={gemv_table.policy()}"
-            f"/norm={gemv_table.norm_policy()}/pdl={pdl.policy()}")
+            f"/norm={gemv_table.norm_policy()}/pdl={pdl.policy()}/table_device={gemv_table.device_policy()}")
 
 
 class _NoMatch(Exception):

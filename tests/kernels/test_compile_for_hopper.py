@@ -68,7 +68,7 @@ def gemv_flags(**flags) -> dict:
     once, not at every call)."""
     return dict(CONCAT_W=1, HAS_NORM=False, NORM_LATE=False, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=False,
                 GELU_TANH=False, HAS_RES=False, BIAS_MASK=0, ROPE=False, ROPE_DIM=0, CACHE_MASK=0, HEAD_DIM=1,
-                IDX_BASE=False, PREFETCH=False, ACC1D=False, PERSIST=0, IEEE_F32=False, PDL=False) | flags
+                IDX_BASE=False, PREFETCH=False, ACC1D=False, PERSIST=0, IEEE_F32=False, PDL=False, PDL_PRELOAD=1) | flags
 
 
 def gemv_types(dtype: str) -> dict:
@@ -303,10 +303,12 @@ def test_ieee_fp32_dot_follows_the_users_tf32_setting():
 @pytest.mark.parametrize("key", sorted(gemv_table.PERSISTENT, key=str), ids=lambda key: "-".join(map(str, key[1:])))
 def test_pdl_persistent_gemv_reads_only_weights_before_the_wait(key):
     """Launched with PDL (``kernels.pdl``) a persistent program lets the next kernel launch, requests its first
-    block's weight rows (evict-first loads: parameters, which no kernel of the step writes), and only then waits for
-    the kernel before it: every other load (x, the norm weight, the residual, cos / sin, the cache positions: what
-    earlier kernels write) and every store comes after the wait. Compiled with PDL off, neither instruction is there;
-    and with it on, the entry still fits its programs on one SM without spilling."""
+    block's weight rows (its first two where the entry's ``PDL_PRELOAD`` is 2: twice the loads) as evict-first
+    loads (parameters, which no kernel of the step writes), and only then waits for the kernel before it: every
+    other load (x, the norm weight, the residual, cos / sin, the cache positions: what earlier kernels write) and
+    every store comes after the wait. Compiled with PDL off, neither instruction is there; and with it on, the
+    entry still fits its programs on one SM without spilling (two blocks beside the norm prologue spilled gate/up
+    and the 1B down: they take one)."""
     asm, config, options = compile_persistent_entry(key, {"PDL": True})
     before, after = before_and_after_the_wait(asm["cubin"])
     loads = [s.split()[0] for s in before if s.startswith("LDG")]
@@ -315,6 +317,9 @@ def test_pdl_persistent_gemv_reads_only_weights_before_the_wait(key):
     assert any(s.startswith("LDG") and ".EF" not in s.split()[0] for s in after)  # x and the rest
     regs, stack = registers_per_thread(asm["cubin"])
     assert config["PERSIST"] * options["num_warps"] * 32 * -(-regs // 8) * 8 <= gemv.REGISTERS_PER_SM and stack == 0
+    if config["PDL_PRELOAD"] == 2:
+        one, _, _ = compile_persistent_entry(key, {"PDL": True, "PDL_PRELOAD": 1})
+        assert len(loads) == 2 * len([s for s in before_and_after_the_wait(one["cubin"])[0] if s.startswith("LDG")])
     plain, _, _ = compile_persistent_entry(key)
     assert not [s for s in sass(plain["cubin"]) if s.startswith(("ACQBULK", "PREEXIT"))]
 

@@ -13,6 +13,13 @@ from fusion_passes.kernels import gemv
 from tests.kernels import run_in_interpreter
 
 DEVICE = "cuda" if torch.cuda.is_available() else ("cpu" if gemv.INTERPRETED else None)
+if DEVICE == "cpu":  # the interpreter has no griddepcontrol: a PDL kernel runs there with these as no-ops
+    import triton
+    import triton.language as tl  # noqa: F401 - the interpreter wants triton.language in a jit function's module
+
+    @triton.jit
+    def _no_griddepcontrol():
+        pass
 kernel_test = pytest.mark.skipif(DEVICE is None, reason="runs in the TRITON_INTERPRET=1 subprocess")
 TOL = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 3e-2}  # relative to the output's scale
 # The interpreter's one config (gemv._launch): BLOCK_K = 64 < K = 96 here, so the K-tile masks are exercised
@@ -509,8 +516,10 @@ def _meta(form: str) -> dict:
 
 def _one_config(kernel) -> tuple:
     [c] = kernel.configs
-    kw = c.kwargs  # the table's entries name ACC1D only when set or followed by PERSIST, PERSIST only when set
+    kw = c.kwargs  # the table's entries name ACC1D only when set or followed by PERSIST, PERSIST only when set,
+    # PDL_PRELOAD only when not 1
     extra = (kw["ACC1D"], kw["PERSIST"]) if kw["PERSIST"] else (kw["ACC1D"],) if kw["ACC1D"] else ()
+    extra += (kw["PDL_PRELOAD"],) if kw["PDL_PRELOAD"] != 1 else ()
     return (kw["BLOCK_N"], kw["BLOCK_K"], kw["PREFETCH"], c.num_warps, c.num_stages, *extra)
 
 
@@ -559,6 +568,24 @@ def test_m1_launch_runs_the_measured_config_of_its_device_and_shape(monkeypatch)
         gemv._m1_kernel(cuda, _meta("silu"), 2048, 8192, 8192, 0, None)
 
 
+def test_table_device_setting_looks_the_configs_up_as_on_that_gpu(monkeypatch):
+    """FUSION_PASSES_GEMV_TABLE_DEVICE="NVIDIA H200" on another GPU (an H100, say): its launches take the H200's
+    entries (and beats_cublas the H200's verdicts); unset, the GPU's own name; a name with no entries is an error
+    that lists the valid ones."""
+    from fusion_passes.kernels import gemv_table
+
+    cuda = torch.device("cuda", 0)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 80GB HBM3")
+    assert gemv._device_name(cuda) == "NVIDIA H100 80GB HBM3"
+    monkeypatch.setenv(gemv_table.DEVICE_POLICY_ENV, "NVIDIA H200")
+    assert gemv._device_name(cuda) == "NVIDIA H200"
+    assert gemv_table.lookup(gemv._device_name(cuda), _meta("silu"), 2048, 8192, 8192, 0) == (
+        gemv_table.PERSISTENT[("NVIDIA H200", "silu", 2048, 8192, 8192, 0)])
+    monkeypatch.setenv(gemv_table.DEVICE_POLICY_ENV, "H200")
+    with pytest.raises(ValueError, match="FUSION_PASSES_GEMV_TABLE_DEVICE='H200'; use one of , NVIDIA H200"):
+        gemv._device_name(cuda)
+
+
 def test_table_entries_are_launchable_tiles():
     """Powers of two the kernel's aranges accept; BLOCK_K no longer than K (a tile past K only loads zeros), except
     the persistent form's, which holds the whole row: the power of two at or above K."""
@@ -570,8 +597,10 @@ def test_table_entries_are_launchable_tiles():
         for v in (n, bk, warps):
             assert v & (v - 1) == 0
         assert isinstance(prefetch, bool) and 1 <= stages <= 4
-        assert rest in ([], [True], [False]) or (len(rest) == 2 and isinstance(rest[0], bool) and rest[1] >= 1)
-        assert (k <= bk < 2 * k) if len(rest) == 2 else bk <= k
+        persistent = len(rest) >= 2
+        assert rest in ([], [True], [False]) or (persistent and isinstance(rest[0], bool) and rest[1] >= 1)
+        assert len(rest) <= 2 or (len(rest) == 3 and rest[2] in (1, 2))  # PDL_PRELOAD
+        assert (k <= bk < 2 * k) if persistent else bk <= k
     # a shape taken from cuBLAS runs the config it was measured with, never one autotuned on L2-hot weights
     for key, (ours, cublas) in gemv_table.BEATS_CUBLAS.items():
         assert key in gemv_table.TABLE and ours < cublas, key
@@ -625,6 +654,37 @@ def test_pdl_twins_compute_what_the_ops_do(loop, dtype, monkeypatch):
         assert torch.equal(got, want), name
         assert all(torch.equal(a, b) for a, b in zip(twin_caches, op_caches)), name
         assert name != "decode_gemv_kv_write" or not torch.equal(op_caches[1], caches[1])  # it did write
+
+
+@kernel_test
+@pytest.mark.parametrize("preload", [1, 2])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_pdl_persistent_loop_with_blocks_preloaded_computes_what_the_op_does(preload, dtype, monkeypatch):
+    """The persistent form launched with PDL requests its config's ``PDL_PRELOAD`` blocks of weight rows before the
+    wait (2: its loop keeps two blocks ahead): every layer's GEMV, bit for bit the op's output, with each program
+    taking several blocks (so past the last one the preloads are masked). The interpreter has no griddepcontrol:
+    there the two instructions are no-ops and the kernel is compiled with PDL on all the same."""
+    from fusion_passes.kernels import pdl
+
+    _force_loop(monkeypatch, "persistent", 1)
+    monkeypatch.setattr(gemv, "PDL_PRELOAD_INTERPRETED", preload)
+    monkeypatch.setattr(gemv, "_m1_kernel", lambda *a: gemv._fixed_kernel((4, 128, True, 4, 1, True, 2, preload)))
+    if DEVICE == "cpu":
+        monkeypatch.setattr(gemv, "gdc_wait", _no_griddepcontrol)
+        monkeypatch.setattr(gemv, "gdc_launch_dependents", _no_griddepcontrol)
+        monkeypatch.setattr(pdl, "supported", lambda device: True)
+    launched = []
+    kernel_call = gemv._gemv_kernel.run
+    monkeypatch.setattr(gemv._gemv_kernel, "run",
+                        lambda *a, **kw: launched.append((kw["PDL"], kw["PDL_PRELOAD"])) or kernel_call(*a, **kw))
+    calls, caches = _decode_layer_args(dtype)
+    for name, args in calls:
+        op_caches, twin_caches = [c.clone() for c in caches], [c.clone() for c in caches]
+        want = getattr(torch.ops.fusion_passes, name)(*_with_caches(name, args, op_caches))
+        got = getattr(torch.ops.fusion_passes, name + "_pdl")(*_with_caches(name, args, twin_caches))
+        assert torch.equal(got, want), name
+        assert all(torch.equal(a, b) for a, b in zip(twin_caches, op_caches)), name
+    assert launched.count((True, preload)) == len(calls)  # every twin ran the PDL form, the ops the plain one
 
 
 def _with_caches(name: str, args: tuple, caches: list) -> list:
