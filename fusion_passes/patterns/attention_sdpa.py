@@ -84,7 +84,9 @@ Exactness: the scale is applied where SDPA applies it, a constant as its dtype h
 dtype=bf16)`` is 0.10009765625); several constant factors fold into one only when all enlarge or all shrink the
 scores (``* 1e38 * 1e-38`` overflows in eager: a near miss); a where-mask ``where(c, s, fill)`` becomes the additive mask ``where(c, 0,
 fill)`` (``s + fill == fill`` in fp32/bf16 for any real score, so even rows with every key masked give eager's
-uniform weights; in fp16 only such fully-masked rows can differ). Mask terms combine in the graph's order (a
+uniform weights; SDPA's fused CUDA kernels do not give that, so rows that the mask blocks entirely with the
+minimum get the mean of V after SDPA; in fp16, eager's additive form of such rows can still differ). Mask terms
+combine in the graph's order (a
 where-mask replaces what the terms before it added, as eager's overwrite does; two fills of the dtype's minimum
 do not sum to -inf). A fill is taken as the scores' dtype stores it (bf16 holds ``finfo(float32).min`` as -inf).
 Where a kept mask may block a whole row with -inf (a -inf fill, a constant additive mask holding -inf, an
@@ -1140,6 +1142,7 @@ def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
     if heads_dim:
         q, k, v = q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1)
         mask = mask.unsqueeze(-3) if mask is not None and mask.dim() == 3 else mask
+    uniform_rows = _uniform_rows(mask, dtype) if mask is not None and not attn.decode else None
     if attn.decode:
         if mask is not None and mask.dim() < 4:
             mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
@@ -1151,8 +1154,26 @@ def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=0.0, is_causal=attn.is_causal, scale=attn.scale, **kwargs
         )
+    if uniform_rows is not None:
+        out = torch.where(uniform_rows, _mean_over_keys(v, q.shape[-3]).to(out.dtype), out)
     out = out.squeeze(1) if heads_dim else out
     return out if nan_rows is None else torch.where(nan_rows, math.nan, out)
+
+
+def _uniform_rows(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """[..., Sq, 1]: the rows whose every key the mask blocks with the dtype's minimum. Eager's weights there are
+    uniform (score + min == min in fp32 / bf16), but SDPA's fused CUDA kernels give 0 (they scale the scores by
+    log2(e) for exp2, and fp32's minimum times that overflows to -inf: a row of -inf, which their safe softmax
+    zeroes; an H100 showed it on DeBERTa's padded query rows, session 47) and in fp16 (-65504 added in fp32) the
+    softmax of the scores. So those rows get eager's uniform weights' output after the kernel."""
+    return (mask == torch.finfo(dtype).min).all(-1, keepdim=True)
+
+
+def _mean_over_keys(v: torch.Tensor, heads: int) -> torch.Tensor:
+    """v [B, Hkv, Sk, D] -> [B, heads, 1, D]: what uniform weights over every key give (in fp32), each of the
+    ``heads`` query heads reading its group's KV head (SDPA's enable_gqa: head h reads KV head h // group)."""
+    mean = v.float().mean(-2, keepdim=True)
+    return mean if v.shape[-3] == heads else mean.repeat_interleave(heads // v.shape[-3], dim=-3)
 
 
 def _insert_sdpa(graph: fx.Graph, attn: _Attention, masks: dict, graphed: bool) -> list[fx.Node]:

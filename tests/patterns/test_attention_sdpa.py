@@ -513,6 +513,59 @@ def test_gpu_deberta_flat_scores_with_relative_bias(dtype, seq):
     torch.testing.assert_close(out, ref, atol=2 * TOL[dtype][0] + 1e-4, rtol=2 * TOL[dtype][1])
 
 
+def _sdpa_like_cuda(monkeypatch):
+    """SDPA as its fused CUDA kernels treat a row that every key blocks with the dtype's minimum: 0 (they scale the
+    scores by log2(e), which overflows fp32's minimum to -inf; an H100 gave 0 there in session 47)."""
+    real = F.scaled_dot_product_attention
+
+    def sdpa(q, k, v, attn_mask=None, **kwargs):
+        out = real(q, k, v, attn_mask=attn_mask, **kwargs)
+        if attn_mask is None:
+            return out
+        return out.masked_fill((attn_mask == torch.finfo(q.dtype).min).all(-1, keepdim=True), 0.0)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", sdpa)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("form", ["deberta", "llama gqa"])
+def test_rows_that_allow_no_key_get_eagers_uniform_weights_whatever_sdpa_gives_there(form, dtype, monkeypatch):
+    """Rows whose every key the mask blocks with the minimum (DeBERTa's padded queries; a left-padded batch's first
+    rows): eager's weights are uniform, so its output is the mean of V over the keys (of the query head's KV head
+    under GQA). SDPA's fused CUDA kernels give 0 there (emulated: this CPU has none); the rewrite puts the mean of
+    V in those rows after SDPA, so every row matches eager. The check and the mean are in the graph."""
+    _sdpa_like_cuda(monkeypatch)
+    if form == "deberta":
+        q, k, v, rel, allowed = _deberta_inputs(dtype, q_len=12, k_len=12)
+        fn, args, blocked = deberta_attention, (q, k, v, rel, allowed), (slice(-1, None), slice(-3, None))
+    else:
+        q, k, v = qkv(dtype=dtype)
+        keep = _left_padded_keep()
+        mask = torch.zeros(keep.shape, dtype=dtype).masked_fill(~keep, torch.finfo(dtype).min)
+        fn, args, blocked = (lambda q, k, v, keep: llama_attention(q, k, v, mask)), (q, k, v, keep), (0, slice(0, 3))
+    with torch.no_grad():
+        ref = fn(*args)
+        out, recs = compile_with_records(fn, *args, patterns=PATTERN)
+    (m,) = matches(recs)
+    assert m.detail["kernel"] == "sdpa"
+    assert ref[blocked].abs().amax() > 0.01  # [B, S, H, D]: the blocked rows, where eager is not 0
+    atol, rtol = TOL[dtype] if dtype != torch.float16 else (2e-3, 2e-3)
+    torch.testing.assert_close(out, ref, atol=atol, rtol=rtol)
+    assert "aten.mean" in joint_stage(recs).ops_after
+
+
+def test_decode_kernel_is_not_given_the_uniform_rows_fix(decode_everywhere):
+    """The decode kernel adds the mask in fp32 as eager's sum does (no log2(e) overflow): rows that allow no key
+    come out uniform without a fix, so none is added (its mean over V would read the whole cache again)."""
+    q, k, v = qkv(q_len=1, k_len=20)
+    mask = torch.zeros(B, 1, 1, 20).masked_fill(~_left_padded_keep(q_len=1, k_len=20), torch.finfo(torch.float32).min)
+    with torch.no_grad():
+        out, recs = compile_with_records(lambda q, k, v: llama_attention(q, k, v, mask), q, k, v, patterns=PATTERN)
+    (m,) = matches(recs)
+    assert m.detail["kernel"].startswith("fusion_passes.decode_attention")
+    assert "aten.mean" not in joint_stage(recs).ops_after
+
+
 def test_deberta_flat_where_mask_is_viewed_with_the_scores():
     """A where-mask on the flat scores (a [B*H, Sq, Sk] condition) is viewed to [B, H, Sq, Sk] with them, and
     combines with the 4-d mask after the view in the graph's order."""
