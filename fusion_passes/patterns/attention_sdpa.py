@@ -1142,7 +1142,9 @@ def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
     if heads_dim:
         q, k, v = q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1)
         mask = mask.unsqueeze(-3) if mask is not None and mask.dim() == 3 else mask
-    uniform_rows = _uniform_rows(mask, dtype) if mask is not None and not attn.decode else None
+    # (not where every term blocks with -inf: a bool mask given to SDPA, say; such rows are NaN rows, above)
+    finite_blocks = any(term.kind == "add" or term.fill != -math.inf for term in attn.mask)
+    uniform_rows = _uniform_rows(mask, dtype) if mask is not None and finite_blocks and not attn.decode else None
     if attn.decode:
         if mask is not None and mask.dim() < 4:
             mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
@@ -1155,7 +1157,7 @@ def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
             q, k, v, attn_mask=mask, dropout_p=0.0, is_causal=attn.is_causal, scale=attn.scale, **kwargs
         )
     if uniform_rows is not None:
-        out = torch.where(uniform_rows, _mean_over_keys(v, q.shape[-3]).to(out.dtype), out)
+        out = _with_uniform_rows(out, uniform_rows, v)
     out = out.squeeze(1) if heads_dim else out
     return out if nan_rows is None else torch.where(nan_rows, math.nan, out)
 
@@ -1169,11 +1171,18 @@ def _uniform_rows(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return (mask == torch.finfo(dtype).min).all(-1, keepdim=True)
 
 
-def _mean_over_keys(v: torch.Tensor, heads: int) -> torch.Tensor:
-    """v [B, Hkv, Sk, D] -> [B, heads, 1, D]: what uniform weights over every key give (in fp32), each of the
-    ``heads`` query heads reading its group's KV head (SDPA's enable_gqa: head h reads KV head h // group)."""
-    mean = v.float().mean(-2, keepdim=True)
-    return mean if v.shape[-3] == heads else mean.repeat_interleave(heads // v.shape[-3], dim=-3)
+def _with_uniform_rows(out: torch.Tensor, rows: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """out [B, H, Sq, D] with its ``rows`` ([..., Sq, 1], broadcastable) set to what uniform weights over every key
+    give: the mean of v [B, Hkv, Sk, D] over the keys, in fp32; query head h reads KV head h // (H / Hkv), as
+    SDPA's enable_gqa does (through a [B, Hkv, H / Hkv, Sq, D] view: no repeated copy of V's mean)."""
+    mean = v.float().mean(-2, keepdim=True).to(out.dtype)  # [B, Hkv, 1, D]
+    heads, kv_heads = out.shape[-3], v.shape[-3]
+    if heads == kv_heads:
+        return torch.where(rows, mean, out)
+    grouped = out.unflatten(-3, (kv_heads, heads // kv_heads))
+    if rows.dim() >= 3:
+        rows = rows.unflatten(-3, (kv_heads, heads // kv_heads)) if rows.shape[-3] == heads else rows.unsqueeze(-3)
+    return torch.where(rows, mean.unsqueeze(-3), grouped).flatten(-4, -3)
 
 
 def _insert_sdpa(graph: fx.Graph, attn: _Attention, masks: dict, graphed: bool) -> list[fx.Node]:

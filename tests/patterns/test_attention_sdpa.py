@@ -354,7 +354,7 @@ def test_three_d_bmm():
 
     q, k, v = (t.reshape(B * H, S, D) for t in qkv(heads_kv=H))
     recs = check(attention, q, k, v, padding_mask(batch=B * H)[:, 0])
-    assert "aten.any" not in joint_stage(recs).ops_after  # a fused kernel, not SDPA's math fallback
+    assert "aten._scaled_dot_product_flash_attention_for_cpu" in joint_stage(recs).ops_after  # not the math fallback
 
 
 def bloom_attention(q, k, v, alibi, mask, beta=1.0, infer_batch=False):
@@ -1070,7 +1070,7 @@ def test_mask_built_in_fp32_from_the_dtypes_minimum_gets_no_nan_row_check(dtype)
     assert len(matches(recs)) == 1
     assert not ref.isnan().any() and not out.isnan().any()
     ops = joint_stage(recs).ops_after
-    assert "aten.any" not in ops and "aten.all" not in ops, ops
+    assert ops.get("aten.any") == 1 and "aten.all" not in ops, ops  # the one: rows blocked with the minimum
 
 
 @pytest.mark.parametrize("form", ["fill then input mask", "two input masks"])
@@ -2029,7 +2029,8 @@ def test_sdpa_under_autocast_takes_kv_from_before_the_repeat_and_its_cast(decode
     assert m.detail["kernel"].startswith("fusion_passes.decode_attention" if decode else "sdpa")
     stage = joint_stage(recs)
     assert stage.ops_before["aten.clone"] == 2 and "aten.clone" not in stage.ops_after
-    casts = [line for line in stage.code_after.splitlines() if "convert_element_type.default(" in line]
+    casts = [line for line in stage.code_after.splitlines() if "convert_element_type.default(" in line
+             and "(mean," not in line and "float32" not in line]  # (the mean of V for rows that allow no key)
     assert len(casts) == 3 and stage.ops_before["prims.convert_element_type"] == 3  # q, k, v: before and after
     assert all("convert_element_type.default(arg" in c for c in casts), casts  # of the inputs q, k, v themselves
 
