@@ -79,6 +79,7 @@
 #   bash benchmarks/run_gpu.sh s47       # (session 47) DeBERTa GPU test, shipped GEMVs +/- PDL (one / two blocks
 #                                          before the wait), 1B decode +/- PDL, the H200's table on any GPU
 #   bash benchmarks/run_gpu.sh s47b      # (session 47) DeBERTa GPU test; the shipped GEMVs' variants and differences
+#   bash benchmarks/run_gpu.sh s47c      # (session 47) the PDL twins on CUDA (two blocks preloaded) and DeBERTa
 #   bash benchmarks/run_gpu.sh chain     # the decode step's GEMVs back to back (weights from HBM), cuBLAS vs ours
 #                                          vs a kernel that only reads the same weights
 #   bash benchmarks/run_gpu.sh design    # bare M = 1 GEMV designs (norm prologue or not) vs the read floor
@@ -726,8 +727,14 @@ case "${1:-}" in
       tests/patterns/test_attention_sdpa.py -k gpu_deberta 2>&1 | grep -E "^E |passed|failed" | head -20
     timeout 300 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b 8b --table-as "NVIDIA H200" \
       --out "$OUT/pdl_shipped_s47.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -60 ;;
+  s47c)  # (session 47, a last short call) the PDL twins on CUDA, two blocks before the wait included (bit for bit
+          # the ops), and the DeBERTa GPU test after the uniform-rows fix
+    timeout 45 python3 -m pytest -q -x -p no:cacheprovider -p no:logging --tb=short tests/kernels/test_gemv_kernel.py \
+      -k pdl 2>&1 | grep -E "^E |passed|failed" | head -12
+    timeout 45 python3 -m pytest -q -p no:cacheprovider -p no:logging --tb=line -m gpu \
+      tests/patterns/test_attention_sdpa.py -k gpu_deberta 2>&1 | grep -E "^E |passed|failed|Error" | head -12 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c" >&2
      exit 2 ;;
 esac
