@@ -29,7 +29,7 @@ Chains, each captured in one CUDA graph, 16 repetitions with distinct weights (e
     per shape:  16 GEMVs of one linear back to back (q/k/v, o, gate/up, down): us per GEMV
     layer:      q/k/v -> o (+residual, reading q's slice) -> gate/up (silu * mul) -> down (+residual), 16 layers
 Variants: ``shipped`` (fusion_passes' decode_gemv, gemv_table's configs, q/k/v and gate/up with the norm, q/k/v
-with RoPE; ``+pdl``, ``+pdl1``, ``+pdl+persist``: its PDL twins, see ``SHIPPED``), ``probe`` (this kernel,
+with RoPE; ``+pdl``, ``+pdl2``, ``+pdl2+persist``: its PDL twins, see ``SHIPPED``), ``probe`` (this kernel,
 plain launches), ``probe+pdl`` (launched with PDL, weights loaded before the wait), ``read`` / ``read+pdl`` (the
 same kernel reading only its weights: the floor of each form). Every probe config is checked against torch, and the
 PDL chain's output must equal the plain chain's bit for bit (same code, same config).
@@ -185,11 +185,13 @@ def shipped_reference(lin: Linear, x) -> torch.Tensor:
     return y
 
 
-# The shipped variants: (PDL twins, how gemv_table.PERSISTENT is changed for the run). "+pdl": the table as it is
-# (two blocks before the wait where an entry says so); "+pdl1": every entry one block; "+pdl+persist": also a
-# persistent entry (two blocks) for the shapes that have only a tiled one (the 1B o).
-SHIPPED = {"shipped": (False, None), "shipped+pdl": (True, None), "shipped+pdl1": (True, "preload1"),
-           "shipped+pdl+persist": (True, "persist")}
+# The shipped variants: (PDL twins, how gemv_table.PERSISTENT is changed for the run). "+pdl": the table as it is;
+# "+pdl2": two blocks before the wait (PDL_PRELOAD 2) in the entries where that compiles without spills (the q/k/v
+# forms, the 8B o); "+pdl2+persist": also a persistent entry (two blocks) for the 1B o, which has only a tiled one.
+SHIPPED = {"shipped": (False, None), "shipped+pdl": (True, None), "shipped+pdl2": (True, "preload2"),
+           "shipped+pdl2+persist": (True, "persist")}
+PRELOAD2 = {("rope", 2048, 2048, 512, 512), ("kv", 2048, 2048, 512, 512), ("rope", 4096, 4096, 1024, 1024),
+            ("kv", 4096, 4096, 1024, 1024), ("res", 4096, 4096, 0, 0)}
 EXTRA_PERSISTENT = {("res", 2048, 2048, 0, 0): (1, 2048, True, 4, 1, True, 6, 2)}
 
 
@@ -199,9 +201,9 @@ def shipped_tables(change, device_name: str):
     from fusion_passes.kernels import gemv_table
 
     table = dict(gemv_table.PERSISTENT)
-    if change == "preload1":
-        table = {key: entry[:7] for key, entry in table.items()}
-    elif change == "persist":
+    if change in ("preload2", "persist"):
+        table = {key: (*entry[:7], 2) if key[1:] in PRELOAD2 else entry for key, entry in table.items()}
+    if change == "persist":
         table.update({(device_name, *key): entry for key, entry in EXTRA_PERSISTENT.items()})
     saved, gemv_table.PERSISTENT = gemv_table.PERSISTENT, table
     try:
