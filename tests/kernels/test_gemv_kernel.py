@@ -646,6 +646,12 @@ def test_pdl_twins_compute_what_the_ops_do(loop, dtype, monkeypatch):
     ``kernels.pdl``) give the ops' outputs bit for bit and write the caches alike: on a GPU with PDL in the kernel
     (sm_90+), in the interpreter with PDL off (it has no griddepcontrol), the same extern-op path either way."""
     _force_loop(monkeypatch, loop, 1)
+    _assert_twins_equal_the_ops(dtype)
+
+
+def _assert_twins_equal_the_ops(dtype) -> int:
+    """Each GEMV of a decode layer by its op and by its PDL twin, from the same caches: the same output and cache
+    writes, bit for bit (and the q/k/v did write). Returns the number of calls."""
     calls, caches = _decode_layer_args(dtype)
     for name, args in calls:
         op_caches, twin_caches = [c.clone() for c in caches], [c.clone() for c in caches]
@@ -654,6 +660,7 @@ def test_pdl_twins_compute_what_the_ops_do(loop, dtype, monkeypatch):
         assert torch.equal(got, want), name
         assert all(torch.equal(a, b) for a, b in zip(twin_caches, op_caches)), name
         assert name != "decode_gemv_kv_write" or not torch.equal(op_caches[1], caches[1])  # it did write
+    return len(calls)
 
 
 @kernel_test
@@ -677,14 +684,8 @@ def test_pdl_persistent_loop_with_blocks_preloaded_computes_what_the_op_does(pre
     kernel_call = gemv._gemv_kernel.run
     monkeypatch.setattr(gemv._gemv_kernel, "run",
                         lambda *a, **kw: launched.append((kw["PDL"], kw["PDL_PRELOAD"])) or kernel_call(*a, **kw))
-    calls, caches = _decode_layer_args(dtype)
-    for name, args in calls:
-        op_caches, twin_caches = [c.clone() for c in caches], [c.clone() for c in caches]
-        want = getattr(torch.ops.fusion_passes, name)(*_with_caches(name, args, op_caches))
-        got = getattr(torch.ops.fusion_passes, name + "_pdl")(*_with_caches(name, args, twin_caches))
-        assert torch.equal(got, want), name
-        assert all(torch.equal(a, b) for a, b in zip(twin_caches, op_caches)), name
-    assert launched.count((True, preload)) == len(calls)  # every twin ran the PDL form, the ops the plain one
+    calls = _assert_twins_equal_the_ops(dtype)
+    assert launched.count((True, preload)) == calls  # every twin ran the PDL form, the ops the plain one
 
 
 def _with_caches(name: str, args: tuple, caches: list) -> list:
