@@ -1212,6 +1212,8 @@ def _insert_sdpa(graph: fx.Graph, attn: _Attention, masks: dict, graphed: bool) 
         out = graph.graph_copy(traced.graph, env)
     attn.output.replace_all_uses_with(out)
     inserted = [env[n] for n in traced.graph.nodes if n.op == "call_function"]
+    if not any(n.target is decode_kernel.decode_attention for n in inserted):
+        inserted = _share_with_earlier_layers(graph, inserted, masks)
     for node in [n for n in inserted if n.target is decode_kernel.decode_attention]:
         inserted = _share_decode_mask(graph, node, inserted, masks)
         if prefetch_policy() == "on":  # (off CUDA the op ignores it: the decode policy "always", for tests)
@@ -1221,6 +1223,25 @@ def _insert_sdpa(graph: fx.Graph, attn: _Attention, masks: dict, graphed: bool) 
         inserted = [m for n in inserted for m in _inline_decode_kernel(graph, n)]
     copy_stack_trace([attn.output, attn.chain[0]], inserted)
     return inserted
+
+
+def _share_with_earlier_layers(graph: fx.Graph, inserted: list[fx.Node], shared: dict) -> list[fx.Node]:
+    """Each node of an SDPA replacement that computes what a node of an earlier layer's does (pure ops on the same
+    values: every layer reads one mask, so its additive form and the check for rows it blocks entirely are the
+    same) is replaced by that node; returns ``inserted`` without them. Inductor would compute each layer's copy
+    again (a reduction over the mask per layer for the row check)."""
+    memo: dict = {}
+    for node in inserted:
+        key = graph_utils.structure(node, memo)
+        if not isinstance(key, tuple):  # not a pure op: compared by identity
+            continue
+        earlier = shared.get(("layer-shared", key))
+        if earlier is not None and earlier is not node and graph_utils.precedes(earlier, node):
+            node.replace_all_uses_with(earlier)
+        else:
+            shared[("layer-shared", key)] = node
+    gone = set(erase_dead(graph, inserted))
+    return [n for n in inserted if n not in gone]
 
 
 def _share_decode_mask(graph: fx.Graph, node: fx.Node, inserted: list[fx.Node], masks: dict) -> list[fx.Node]:
@@ -1458,7 +1479,8 @@ def _rewrite_sdpa_calls(graph: fx.Graph, ctx, masks: dict, proofs: dict) -> None
 def apply(graph: fx.Graph, ctx) -> None:
     """Rewrite every eager attention in ``graph`` into SDPA, and decode-sized SDPA calls into the decode kernel;
     report the ones that almost matched."""
-    masks: dict = {}  # one shared, materialised mask per distinct decode mask (see _share_decode_mask)
+    masks: dict = {}  # one shared, materialised mask per distinct decode mask (see _share_decode_mask); and the
+    # nodes of SDPA replacements that later layers share (_share_with_earlier_layers)
     proofs: dict = {}  # what each constant mask was proven to be (see _constant_mask_kind)
     _rewrite_sdpa_calls(graph, ctx, masks, proofs)  # first: the SDPA calls the eager rewrites below insert are final
     for bmm1 in [n for n in graph.nodes if is_op(n, aten.bmm, aten.baddbmm)]:

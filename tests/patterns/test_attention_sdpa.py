@@ -554,6 +554,21 @@ def test_rows_that_allow_no_key_get_eagers_uniform_weights_whatever_sdpa_gives_t
     assert "aten.mean" in joint_stage(recs).ops_after
 
 
+def test_layers_share_one_check_for_rows_that_allow_no_key():
+    """Every layer of the zoo's Llama reads one padding mask: the check for rows it blocks entirely is computed
+    once for all layers (each layer keeps its own mean of V and its own where), and the output matches eager."""
+    model, (ids,) = zoo.build("llama", batch=2, seq=16)
+    padding = torch.ones(2, 16, dtype=torch.long)
+    padding[0, :5] = 0  # left padding: batch 0's first 5 query rows allow no key
+    with torch.no_grad():
+        ref = model(ids, padding)
+        out, recs = compile_with_records(model, ids, padding, patterns=PATTERN)
+    assert len(matches(recs)) == model.config.num_hidden_layers == 2
+    ops = joint_stage(recs).ops_after
+    assert ops["aten.any"] == 1 and ops["aten.where"] == 1 + 2, ops  # the mask's own where, then one per layer
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+
+
 def test_decode_kernel_is_not_given_the_uniform_rows_fix(decode_everywhere):
     """The decode kernel adds the mask in fp32 as eager's sum does (no log2(e) overflow): rows that allow no key
     come out uniform without a fix, so none is added (its mean over V would read the whole cache again)."""
