@@ -326,10 +326,9 @@ def main() -> int:
                 # another rounding)
                 diff = max(float((a.float() - b.float()).abs().max()) for a, b in zip(outs["shipped"], outs[variant]))
                 err = max(rel_err(o, ref) for o, ref in zip(outs[variant], refs))
-                record(shape=shape, chain=linear, check=f"{variant} equals shipped", equal=same, max_abs_diff=diff,
-                       rel_err_vs_fp32=round(err, 5))
                 checks.append(dict(shape=shape, chain=linear, variant=variant, equal=same, max_abs_diff=diff,
                                    rel_err_vs_fp32=round(err, 5)))
+                record(check=f"{variant} equals shipped", **checks[-1])
             if args.shipped_only:
                 for variant in SHIPPED:
                     us, cfg = best[(linear, variant)]
