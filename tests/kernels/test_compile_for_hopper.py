@@ -318,7 +318,7 @@ def test_pdl_persistent_gemv_reads_only_weights_before_the_wait(key):
     assert config["PERSIST"] * options["num_warps"] * 32 * -(-regs // 8) * 8 <= gemv.REGISTERS_PER_SM and stack == 0
     # two blocks (PDL_PRELOAD 2, which no entry sets yet: gemv_table says why): twice the loads, the same order
     two, _, _ = compile_persistent_entry(key, {"PDL": True, "PDL_PRELOAD": 2})
-    before_two, after_two = before_and_after_the_wait(two["cubin"])
+    before_two, _ = before_and_after_the_wait(two["cubin"])
     loads_two = [s.split()[0] for s in before_two if s.startswith("LDG")]
     assert all(".EF" in op for op in loads_two) and len(loads_two) == 2 * len(loads), (loads, loads_two)
     assert not [s for s in before_two if s.startswith(("STG", "LDS", "STS", "ATOM", "RED"))]
