@@ -733,8 +733,19 @@ case "${1:-}" in
       -k pdl 2>&1 | grep -E "^E |passed|failed" | head -12
     timeout 45 python3 -m pytest -q -p no:cacheprovider -p no:logging --tb=line -m gpu \
       tests/patterns/test_attention_sdpa.py -k gpu_deberta 2>&1 | grep -E "^E |passed|failed|Error" | head -12 ;;
+  s48)  # (session 48) the DeBERTa GPU test after the fp16 decode fix; the shipped GEMVs' variants with finite chain
+         # inputs (session 47's unequal checks were NaN from uninitialised inputs); the 1B decode step: the H100's
+         # autotuned GEMVs and the H200's table, each without / with PDL, and the table with two blocks preloaded
+    timeout 45 python3 -m pytest -q -p no:cacheprovider -p no:logging --tb=line -m gpu \
+      tests/patterns/test_attention_sdpa.py -k gpu_deberta 2>&1 | grep -E "^E |passed|failed|Error" | head -12
+    timeout 120 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b 8b --table-as "NVIDIA H200" \
+      --out "$OUT/pdl_shipped_s48.json" 2>&1 | grep -v Warn | grep -v '^{' | grep -E "^check|layer|qkv|^1b|^8b" | tail -60
+    timeout 400 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 --budget-s 330 \
+      --variants stock+cudagraphs fusion_passes+graphstep+h200table+nopdl fusion_passes+graphstep+h200table+pdl \
+      fusion_passes+graphstep+h200table+pdl2 fusion_passes+graphstep+nopdl fusion_passes+graphstep+pdl \
+      --out "$OUT/e2e_decode_s48_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -9 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48" >&2
      exit 2 ;;
 esac

@@ -1144,7 +1144,9 @@ def _sdpa(attn: _Attention, dtype: torch.dtype, q, k, v, *extra):
         mask = mask.unsqueeze(-3) if mask is not None and mask.dim() == 3 else mask
     # (not where every term blocks with -inf: a bool mask given to SDPA, say; such rows are NaN rows, above)
     finite_blocks = any(term.kind == "add" or term.fill != -math.inf for term in attn.mask)
-    uniform_rows = _uniform_rows(mask, dtype) if mask is not None and finite_blocks and not attn.decode else None
+    # the decode kernel adds the mask in fp32, where fp32's and bf16's minimum absorb any score, fp16's does not
+    needs_uniform = not attn.decode or dtype == torch.float16
+    uniform_rows = _uniform_rows(mask, dtype) if mask is not None and finite_blocks and needs_uniform else None
     if attn.decode:
         if mask is not None and mask.dim() < 4:
             mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
@@ -1167,7 +1169,8 @@ def _uniform_rows(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     uniform (score + min == min in fp32 / bf16), but SDPA's fused CUDA kernels give 0 (they scale the scores by
     log2(e) for exp2, and fp32's minimum times that overflows to -inf: a row of -inf, which their safe softmax
     zeroes; an H100 showed it on DeBERTa's padded query rows, session 47) and in fp16 (-65504 added in fp32) the
-    softmax of the scores. So those rows get eager's uniform weights' output after the kernel."""
+    softmax of the scores, as our decode kernel does in fp16 too (session 48). So those rows get eager's uniform
+    weights' output after the kernel."""
     return (mask == torch.finfo(dtype).min).all(-1, keepdim=True)
 
 
