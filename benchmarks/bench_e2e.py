@@ -206,6 +206,7 @@ def forced_policies(variant: str) -> dict[str, str]:
         "nopdl": (pdl.POLICY_ENV, "off"),  # ... never (the default)
         "pdl2": (pdl.POLICY_ENV, "auto"),  # ... with PDL, two blocks before the wait where PRELOAD2_TABLE says
         "h200table": (gemv_table.DEVICE_POLICY_ENV, "NVIDIA H200"),  # the H200's GEMV configs on any GPU
+        "owntable": (gemv_table.DEVICE_POLICY_ENV, "own"),  # the GPU's own (an H100 SXM: none, so autotuned)
     }
     name, *parts = variant.removesuffix("+cudagraphs").split("+")
     if name != "fusion_passes":

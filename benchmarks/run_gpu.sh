@@ -744,8 +744,18 @@ case "${1:-}" in
       --variants stock+cudagraphs fusion_passes+graphstep+h200table+nopdl fusion_passes+graphstep+h200table+pdl \
       fusion_passes+graphstep+h200table+pdl2 fusion_passes+graphstep+nopdl fusion_passes+graphstep+pdl \
       --out "$OUT/e2e_decode_s48_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -9 ;;
+  s48b)  # (session 48) with the new defaults (PDL where graphed; an H100 SXM takes the H200's GEMV table): the 8B
+          # decode step (stock, ours, ours without PDL), the 1B step with the defaults, then the graphed GPU tests
+    timeout 300 python3 benchmarks/bench_e2e.py --model llama-8b --attn eager --workloads decode-1024 --budget-s 250 \
+      --variants stock+cudagraphs fusion_passes+graphstep fusion_passes+graphstep+nopdl \
+      --out "$OUT/e2e_decode_s48_llama-8b_eager.json" 2>&1 | grep -v Warning | tail -6
+    timeout 75 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
+      --variants fusion_passes+graphstep --out "$OUT/e2e_decode_s48_llama-1b_defaults.json" 2>&1 | grep -v Warning \
+      | tail -4
+    timeout 190 python3 -m pytest -q -p no:cacheprovider -p no:logging --tb=line -m gpu tests/test_static_cudagraphs.py \
+      2>&1 | grep -E "^E |passed|failed|Error" | head -12 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b" >&2
      exit 2 ;;
 esac

@@ -609,13 +609,16 @@ def _m1_kernel(device: torch.device, meta: dict, k: int, n0: int, n1: int, n2: i
 
 
 def _device_name(device: torch.device) -> str:
-    """The name ``gemv_table`` looks this device up by: its own, or ``FUSION_PASSES_GEMV_TABLE_DEVICE``'s."""
-    if alias := gemv_table.device_policy():
-        return alias
+    """The name ``gemv_table`` looks this device up by (``FUSION_PASSES_GEMV_TABLE_DEVICE``): by default its own,
+    or the GPU ``gemv_table.SAME_CONFIGS`` gives it."""
+    chosen = gemv_table.device_policy()
+    if chosen not in ("auto", "own"):
+        return chosen
     try:
-        return torch.cuda.get_device_name(device)
+        name = torch.cuda.get_device_name(device)
     except (RuntimeError, AssertionError):  # no CUDA runtime (fake CUDA tensors in the CPU tests)
         return ""
+    return gemv_table.SAME_CONFIGS.get(name, name) if chosen == "auto" else name
 
 
 INTERPRETED = triton is not None and is_interpreted(_gemv_kernel)

@@ -28,10 +28,14 @@ from typing import Optional
 
 POLICY_ENV = "FUSION_PASSES_GEMV_TABLE"
 POLICIES = ("on", "tiled", "off")
-# Look the configs up as on another GPU ("": this one): an H100 has the H200's SM count and architecture, but
-# its entries were measured on the H200 only (set in benchmarks on an H100, where the device tool mostly lends one)
+# Whose configs a GPU looks up: "auto" its own, or SAME_CONFIGS' GPU where it is listed; "own" its own; a GPU's
+# name: that GPU's (on any GPU: for measuring)
 DEVICE_POLICY_ENV = "FUSION_PASSES_GEMV_TABLE_DEVICE"
-DEVICE_POLICIES = ("", "NVIDIA H200")
+DEVICE_POLICIES = ("auto", "own", "NVIDIA H200")
+# GPUs whose entries are another's: the H100 SXM has the H200's SM count, architecture and register file, and its
+# graphed 1B decode step (session 48, logs/s48_run2) took 1.113 ms with the H200's entries against 1.227 with its
+# GEMVs autotuned (1.036 against 1.133 with PDL); its own were never measured
+SAME_CONFIGS = {"NVIDIA H100 80GB HBM3": "NVIDIA H200"}
 NORM_POLICY_ENV = "FUSION_PASSES_GEMV_NORM"
 NORM_POLICIES = ("exact", "late")
 

@@ -568,21 +568,27 @@ def test_m1_launch_runs_the_measured_config_of_its_device_and_shape(monkeypatch)
         gemv._m1_kernel(cuda, _meta("silu"), 2048, 8192, 8192, 0, None)
 
 
-def test_table_device_setting_looks_the_configs_up_as_on_that_gpu(monkeypatch):
-    """FUSION_PASSES_GEMV_TABLE_DEVICE="NVIDIA H200" on another GPU (an H100, say): its launches take the H200's
-    entries (and beats_cublas the H200's verdicts); unset, the GPU's own name; a name with no entries is an error
-    that lists the valid ones."""
+@pytest.mark.parametrize("gpu,by_default", [("NVIDIA H100 80GB HBM3", "NVIDIA H200"), ("NVIDIA H100 PCIe", None),
+                                             ("NVIDIA A100-SXM4-80GB", None), ("NVIDIA H200", "NVIDIA H200")])
+def test_table_device_setting_looks_the_configs_up_as_on_that_gpu(monkeypatch, gpu, by_default):
+    """By default an H100 SXM takes the H200's entries (gemv_table.SAME_CONFIGS: same SMs and architecture) and
+    every other GPU its own; FUSION_PASSES_GEMV_TABLE_DEVICE=own keeps any GPU to its own, ="NVIDIA H200" gives any
+    GPU the H200's entries (and beats_cublas the H200's verdicts); a name with no entries is an error that lists
+    the valid ones."""
     from fusion_passes.kernels import gemv_table
 
     cuda = torch.device("cuda", 0)
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 80GB HBM3")
-    assert gemv._device_name(cuda) == "NVIDIA H100 80GB HBM3"
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: gpu)
+    monkeypatch.delenv(gemv_table.DEVICE_POLICY_ENV, raising=False)
+    assert gemv._device_name(cuda) == (by_default or gpu)
+    monkeypatch.setenv(gemv_table.DEVICE_POLICY_ENV, "own")
+    assert gemv._device_name(cuda) == gpu
     monkeypatch.setenv(gemv_table.DEVICE_POLICY_ENV, "NVIDIA H200")
     assert gemv._device_name(cuda) == "NVIDIA H200"
     assert gemv_table.lookup(gemv._device_name(cuda), _meta("silu"), 2048, 8192, 8192, 0) == (
         gemv_table.PERSISTENT[("NVIDIA H200", "silu", 2048, 8192, 8192, 0)])
     monkeypatch.setenv(gemv_table.DEVICE_POLICY_ENV, "H200")
-    with pytest.raises(ValueError, match="FUSION_PASSES_GEMV_TABLE_DEVICE='H200'; use one of , NVIDIA H200"):
+    with pytest.raises(ValueError, match="FUSION_PASSES_GEMV_TABLE_DEVICE='H200'; use one of auto, own, NVIDIA H200"):
         gemv._device_name(cuda)
 
 

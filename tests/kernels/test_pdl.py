@@ -25,11 +25,11 @@ def test_policy_decides_where_the_gpu_has_it(policy, graphed, want, monkeypatch)
     assert not pdl.wanted(torch.device("cuda"), graphed)
 
 
-def test_default_is_off_and_a_bad_value_names_the_choices(monkeypatch):
+def test_default_is_auto_and_a_bad_value_names_the_choices(monkeypatch):
     monkeypatch.delenv(pdl.POLICY_ENV, raising=False)
-    assert pdl.policy() == "off"
+    assert pdl.policy() == "auto"
     monkeypatch.setenv(pdl.POLICY_ENV, "yes")
-    with pytest.raises(ValueError, match="FUSION_PASSES_PDL='yes'; use one of off, auto, on"):
+    with pytest.raises(ValueError, match="FUSION_PASSES_PDL='yes'; use one of auto, off, on"):
         pdl.policy()
 
 
