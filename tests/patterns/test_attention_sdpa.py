@@ -852,9 +852,9 @@ def test_not_fired_mask_in_another_dtype():
 def test_fp16_rows_that_allow_no_key_are_the_documented_exception(form):
     """fp16 with finfo(float16).min blocking every key of a row (batch 0's first 3 query rows, left padding):
     eager's values there come from fp16 rounding (a where-fill: uniform weights; score + min rounds to one of a
-    few levels, or -inf, so a few keys or NaN), ours are uniform weights (the mean of V put there after SDPA; the
-    decode kernel gives the softmax of the scores). README Guarantees names this exception; every other row
-    matches eager, and those rows are finite."""
+    few levels, or -inf, so a few keys or NaN), ours are uniform weights (the mean of V put there after SDPA or,
+    since session 48, after the decode kernel). README Guarantees names this exception; every other row matches
+    eager, and those rows are finite."""
     q, k, v = qkv(heads_kv=H, dtype=torch.float16)
     keep, fill = _left_padded_keep(), torch.finfo(torch.float16).min
     mask = torch.zeros(keep.shape, dtype=torch.float16).masked_fill(~keep, fill)
