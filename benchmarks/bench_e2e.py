@@ -204,7 +204,8 @@ def forced_policies(variant: str) -> dict[str, str]:
         "unpackdecode": (qkv_packing.DECODE_POLICY_ENV, "unpacked"),  # ... none (before session 30: 2-16 rows too)
         "pdl": (pdl.POLICY_ENV, "auto"),  # decode kernels launched with PDL where compiled for CUDA graphs
         "nopdl": (pdl.POLICY_ENV, "off"),  # ... never (the default)
-        "pdl2": (pdl.POLICY_ENV, "auto"),  # ... with PDL, two blocks before the wait where PRELOAD2_TABLE says
+        "pdl2": (pdl.POLICY_ENV, "auto"),  # ... with PDL, two blocks before the wait (probe_pdl_preload's PRELOAD2)
+        "pdlplain": (pdl.POLICY_ENV, "auto"),  # ... with PDL, the plain launches' entries (no PDL_PERSISTENT)
         "h200table": (gemv_table.DEVICE_POLICY_ENV, "NVIDIA H200"),  # the H200's GEMV configs on any GPU
         "owntable": (gemv_table.DEVICE_POLICY_ENV, "own"),  # the GPU's own (an H100 SXM: none, so autotuned)
     }
@@ -222,16 +223,17 @@ def variant_env(variant: str):
     """``fusion_passes+<suffix>``: ours with the policies of ``forced_policies`` set (the passes read them while
     they compile, so they are set for the variant's whole measurement); ``liger...``: transformers' modeling
     modules restored afterwards (Liger patches them); other variants run with the environment as it is. ``+pdl2``
-    also changes ``gemv_table.PERSISTENT`` as ``probe_pdl_preload``'s ``shipped+pdl2`` does (read per launch by
-    the PDL twins, which are extern ops: no compiled code caches it)."""
+    / ``+pdlplain`` also change ``gemv_table``'s persistent entries as ``probe_pdl_preload``'s ``shipped+pdl2`` /
+    ``shipped+pdl-plain`` do (read per launch by the PDL twins, which are extern ops: no compiled code caches it)."""
     if variant.split("+")[0] == "liger":
         return modeling_modules_restored()
-    if "pdl2" in variant.removesuffix("+cudagraphs").split("+")[1:]:
-        from probe_pdl_preload import shipped_tables  # the probe's "+pdl2" table: the same entries changed
+    parts = variant.removesuffix("+cudagraphs").split("+")[1:]
+    if "pdl2" in parts or "pdlplain" in parts:
+        from probe_pdl_preload import shipped_tables  # the probe's "+pdl2" / "+pdl-plain" tables
 
         stack = contextlib.ExitStack()
         stack.enter_context(env_set(forced_policies(variant)))
-        stack.enter_context(shipped_tables("preload2", ""))
+        stack.enter_context(shipped_tables("preload2" if "pdl2" in parts else "nopdlentries", ""))
         return stack
     return env_set(forced_policies(variant))
 

@@ -4,6 +4,7 @@
     python benchmarks/probe_pdl_preload.py --shapes 1b 8b         # ... and the 8B shapes
     python benchmarks/probe_pdl_preload.py --shipped-only --table-as "NVIDIA H200"   # the shipped GEMVs only, with
                                                                   # the H200's table (e.g. on an H100)
+    python benchmarks/probe_pdl_preload.py --pdl-candidates --table-as "NVIDIA H200"   # PDL_PERSISTENT candidates
     TRITON_INTERPRET=1 python benchmarks/probe_pdl_preload.py --tiny   # CPU: values only (PDL off)
 
 The small GEMVs that miss #8's per-GEMV target (1B q/k/v and o) cannot reach it as kernels that each start from
@@ -188,10 +189,11 @@ def shipped_reference(lin: Linear, x) -> torch.Tensor:
 
 
 # The shipped variants: (PDL twins, how gemv_table.PERSISTENT is changed for the run). "+pdl": the table as it is;
+# "+pdl-plain": without PDL_PERSISTENT (the PDL twins run the plain launches' entries, as before session 48);
 # "+pdl2": two blocks before the wait (PDL_PRELOAD 2) in the entries where that compiles without spills (the q/k/v
 # forms, the 8B o); "+pdl2+persist": also a persistent entry (two blocks) for the 1B o, which has only a tiled one.
-SHIPPED = {"shipped": (False, None), "shipped+pdl": (True, None), "shipped+pdl2": (True, "preload2"),
-           "shipped+pdl2+persist": (True, "persist")}
+SHIPPED = {"shipped": (False, None), "shipped+pdl": (True, None), "shipped+pdl-plain": (True, "nopdlentries"),
+           "shipped+pdl2": (True, "preload2"), "shipped+pdl2+persist": (True, "persist")}
 PRELOAD2 = {("rope", 2048, 2048, 512, 512), ("kv", 2048, 2048, 512, 512), ("rope", 4096, 4096, 1024, 1024),
             ("kv", 4096, 4096, 1024, 1024), ("res", 4096, 4096, 0, 0)}
 EXTRA_PERSISTENT = {("res", 2048, 2048, 0, 0): (1, 2048, True, 4, 1, True, 6, 2)}
@@ -199,7 +201,8 @@ EXTRA_PERSISTENT = {("res", 2048, 2048, 0, 0): (1, 2048, True, 4, 1, True, 6, 2)
 
 @contextlib.contextmanager
 def shipped_tables(change, device_name: str):
-    """gemv_table.PERSISTENT changed as ``change`` says while the block runs (launches look it up per call)."""
+    """gemv_table.PERSISTENT changed as ``change`` says while the block runs (launches look it up per call); every
+    change but None also empties PDL_PERSISTENT ("nopdlentries" only that: PDL launches run the plain entries)."""
     from fusion_passes.kernels import gemv_table
 
     table = dict(gemv_table.PERSISTENT)
@@ -207,11 +210,64 @@ def shipped_tables(change, device_name: str):
         table = {key: (*entry[:7], 2) if key[1:] in PRELOAD2 else entry for key, entry in table.items()}
     if change == "persist":
         table.update({(device_name, *key): entry for key, entry in EXTRA_PERSISTENT.items()})
-    saved, gemv_table.PERSISTENT = gemv_table.PERSISTENT, table
+    saved = gemv_table.PERSISTENT, gemv_table.PDL_PERSISTENT
+    gemv_table.PERSISTENT = table
+    gemv_table.PDL_PERSISTENT = gemv_table.PDL_PERSISTENT if change is None else {}
     try:
         yield
     finally:
-        gemv_table.PERSISTENT = saved
+        gemv_table.PERSISTENT, gemv_table.PDL_PERSISTENT = saved
+
+
+# --pdl-candidates: persistent configs for the PDL launches of the 1B q/k/v (RoPE form) and o, each with a program for
+# every block of rows (132 SMs), so every program requests all its rows before the wait, as this probe's kernel does
+PDL_CANDIDATES = {
+    "qkv": [(2, 2048, True, 4, 1, True, 6), (4, 2048, True, 4, 1, True, 3), (4, 2048, True, 8, 1, True, 3),
+            (8, 2048, True, 4, 1, True, 2), (8, 2048, True, 8, 1, True, 2)],
+    "o": [(4, 2048, True, 4, 1, True, 4), (8, 2048, True, 4, 1, True, 2), (8, 2048, True, 8, 1, True, 2),
+          (16, 2048, True, 8, 1, True, 1)],
+}
+
+
+def pdl_candidates(device_name: str, bw: float, layers: int, record) -> list[dict]:
+    """Each PDL_CANDIDATES config as gemv_table.PDL_PERSISTENT's entry for its shape (None: no entry, the shipped
+    table's before session 48's), the chain of PDL twins timed; its output checked bit for bit against the plain
+    ops run with the same config, and against fp32 math."""
+    from fusion_passes.kernels import gemv_table
+
+    summary = []
+    for linear, cands in PDL_CANDIDATES.items():
+        torch.manual_seed(0)
+        lins = [Linear("1b", linear, torch.device("cuda")) for _ in range(layers)]
+        xs, ideal = chain_inputs(lins), lins[0].bytes() / (bw * 1e12) * 1e6
+        refs = [shipped_reference(lin, x) for lin, x in zip(lins, xs)]
+        key = (device_name, "rope" if linear == "qkv" else "res", 2048, 2048, *((512, 512) if linear == "qkv" else (0, 0)))
+        for cand in (None, *cands):
+            saved = gemv_table.PDL_PERSISTENT, gemv_table.PERSISTENT
+            gemv_table.PDL_PERSISTENT = {k: v for k, v in saved[0].items() if k != key}
+            if cand is not None:
+                gemv_table.PDL_PERSISTENT[key] = cand
+                gemv_table.PERSISTENT = {**saved[1], key: cand}  # the plain ops with the same config, for the check
+            try:
+                us = time_graph(lambda: [launch_shipped(lin, x, True) for lin, x in zip(lins, xs)]) / len(lins)
+                torch.cuda.synchronize()
+                twins = [launch_shipped(lin, x, True).clone() for lin, x in zip(lins, xs)]
+                plain = [launch_shipped(lin, x, False).clone() for lin, x in zip(lins, xs)]
+                torch.cuda.synchronize()
+            finally:
+                gemv_table.PDL_PERSISTENT, gemv_table.PERSISTENT = saved
+            row = dict(shape="1b", chain=linear, variant="candidate", cfg=cand, us_per_gemv=round(us, 3),
+                       pct_copy_bw=round(100 * ideal / us, 1),
+                       equal=all(torch.equal(a, b) for a, b in zip(plain, twins)),
+                       finite=all(bool(t.isfinite().all()) for t in twins),
+                       rel_err_vs_fp32=round(max(rel_err(o, r) for o, r in zip(twins, refs)), 5))
+            record(**row)
+            summary.append(row)
+    print(f"\ncopy bandwidth {bw:.2f} TB/s; PDL twins per persistent config (None: none for PDL launches)")
+    for r in summary:
+        print(f"{r['chain']:4} {str(r['cfg']):36} {r['us_per_gemv']:7.2f} us {r['pct_copy_bw']:6.1f} %  "
+              f"equal {r['equal']} finite {r['finite']} rel err {r['rel_err_vs_fp32']}")
+    return summary
 
 
 def configs(lin: Linear, pdl: bool):
@@ -280,6 +336,8 @@ def main() -> int:
     ap.add_argument("--layers", type=int, default=16)
     ap.add_argument("--shipped-only", action="store_true",
                     help="only fusion_passes' GEMVs, plain and PDL (no probe-kernel sweep, no read floors)")
+    ap.add_argument("--pdl-candidates", action="store_true",
+                    help="only the PDL twins of the 1B q/k/v and o under each PDL_CANDIDATES config")
     ap.add_argument("--table-as", default=None, metavar="DEVICE_NAME",
                     help="FUSION_PASSES_GEMV_TABLE_DEVICE: gemv_table's configs as on this GPU ('NVIDIA H200')")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "pdl_preload_probe.json"))
@@ -300,6 +358,10 @@ def main() -> int:
     def record(**row):
         rows.append(row)
         print(json.dumps(row), flush=True)
+
+    if args.pdl_candidates:
+        save(args.out, bw, pdl_candidates(device_name, bw, args.layers, record), rows, quiet=True)
+        return 0
 
     for shape in args.shapes:
         torch.manual_seed(0)
@@ -396,17 +458,20 @@ def main() -> int:
     return 0
 
 
-def save(out: str, bw: float, summary: list, rows: list, checks=()) -> None:
-    """Print the summary table and write the JSON (environment, copy bandwidth, summary, every row)."""
-    for c in checks:
-        print(f"check {c['shape']} {c['chain']} {c['variant']}: equal {c['equal']}, finite {c['finite']}, "
-              f"max |diff| {c['max_abs_diff']:.3g}, "
-              f"rel err vs fp32 {c['rel_err_vs_fp32']}")
-    print(f"\ncopy bandwidth {bw:.2f} TB/s; best config per variant (us per GEMV, or per layer; % of copy bandwidth)")
-    print(f"{'shape':6} {'chain':8} {'variant':20} {'us':>8} {'%bw':>6}  cfg")
-    for r in summary:
-        us = r["us_per_gemv"] if r["us_per_gemv"] is not None else r["us_per_layer"]
-        print(f"{r['shape']:6} {r['chain']:8} {r['variant']:20} {us:8.2f} {r['pct_copy_bw']:6.1f}  {r.get('cfg', '')}")
+def save(out: str, bw: float, summary: list, rows: list, checks=(), quiet: bool = False) -> None:
+    """Print the checks and the summary table (unless ``quiet``: the caller printed its own) and write the JSON
+    (environment, copy bandwidth, summary, every row)."""
+    if not quiet:
+        for c in checks:
+            print(f"check {c['shape']} {c['chain']} {c['variant']}: equal {c['equal']}, finite {c['finite']}, "
+                  f"max |diff| {c['max_abs_diff']:.3g}, rel err vs fp32 {c['rel_err_vs_fp32']}")
+        print(f"\ncopy bandwidth {bw:.2f} TB/s; best config per variant (us per GEMV, or per layer; % of copy "
+              "bandwidth)")
+        print(f"{'shape':6} {'chain':8} {'variant':20} {'us':>8} {'%bw':>6}  cfg")
+        for r in summary:
+            us = r["us_per_gemv"] if r["us_per_gemv"] is not None else r["us_per_layer"]
+            print(f"{r['shape']:6} {r['chain']:8} {r['variant']:20} {us:8.2f} {r['pct_copy_bw']:6.1f}  "
+                  f"{r.get('cfg', '')}")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         json.dump(dict(**environment("cuda"), copy_tb_s=bw, summary=summary, checks=list(checks), rows=rows), f,

@@ -27,7 +27,7 @@ from tests.kernels import test_compile_for_hopper as hopper  # noqa: E402
 def sass(key: tuple, changes: dict) -> tuple[str, int, int]:
     """sm_90 SASS of a PERSISTENT entry's launch (``changes`` applied before the register cap), its registers and
     stack bytes per thread."""
-    asm, _, _ = hopper.compile_persistent_entry(key, changes)
+    asm, _, _ = hopper.compile_persistent_entry((key, False), changes)
     return hopper.cuobjdump(asm["cubin"], "-sass"), *hopper.registers_per_thread(asm["cubin"])
 
 

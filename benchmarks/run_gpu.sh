@@ -754,8 +754,19 @@ case "${1:-}" in
       | tail -4
     timeout 190 python3 -m pytest -q -p no:cacheprovider -p no:logging --tb=line -m gpu tests/test_static_cudagraphs.py \
       2>&1 | grep -E "^E |passed|failed|Error" | head -12 ;;
+  s48c)  # (session 48) PDL_PERSISTENT (a program for every block of rows, all requested before the wait) for the 1B
+          # q/k/v and o: the candidates per GEMV, the 1B decode step with / without the entries, the PDL GPU tests
+    timeout 80 python3 benchmarks/probe_pdl_preload.py --pdl-candidates --table-as "NVIDIA H200" \
+      --out "$OUT/pdl_candidates_s48.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -14
+    timeout 130 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
+      --variants stock+cudagraphs fusion_passes+graphstep fusion_passes+graphstep+pdlplain \
+      --out "$OUT/e2e_decode_s48c_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -5
+    timeout 70 python3 -m pytest -q -p no:cacheprovider -p no:logging --tb=line -m gpu tests/patterns/test_decode_gemv.py \
+      -k "hf_llama_decode and on-on-auto" 2>&1 | grep -E "^E |passed|failed|Error" | head -8
+    timeout 60 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b --table-as "NVIDIA H200" \
+      --out "$OUT/pdl_shipped_s48c.json" 2>&1 | grep -v Warn | grep -v '^{' | grep -E "^check|^1b" | tail -30 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c" >&2
      exit 2 ;;
 esac

@@ -88,10 +88,10 @@ TABLE = {
 # (gemv._with_register_cap); 3 leave room up to 80. (The 8B RoPE form measured 15.46 us at 4 against 15.79 at 3
 # in run 3, within that noise: it stays at 3.)
 # An eighth field, PDL_PRELOAD (default 1): launched with PDL (``kernels.pdl``) the program requests that many blocks
-# of weight rows before griddepcontrol.wait. 2 (for the q/k/v grids the whole weight) took the H100's 1B decode step
-# from 1.117 to 1.041 ms with PDL (session 47, logs/s47_run2), but the q/k/v twin then differed from the plain op in a
-# bit-for-bit check there, not yet explained, so no entry sets it (benchmarks/probe_pdl_preload.py "+pdl2"
-# measures it). Gate/up and the 1B down would spill with two beside the norm prologue (sm_90).
+# of weight rows before griddepcontrol.wait. 2 measured no faster than 1 in the H100's 1B decode step (1.032 vs 1.036
+# ms) and slower per GEMV (1B q/k/v chain 62.2 vs 76.7 % of the copy bandwidth; session 48, logs/s48_run2), so no
+# entry sets it (session 47's "differs bit for bit" was the probe's NaN inputs). Gate/up and the 1B down would
+# spill with two beside the norm prologue (sm_90).
 PERSISTENT = {
     ("NVIDIA H200", "rope", 2048, 2048, 512, 512): (1, 2048, True, 4, 1, True, 6),  # 6.01 vs 6.43 us
     ("NVIDIA H200", "kv", 2048, 2048, 512, 512): (1, 2048, True, 4, 1, True, 6),  # 6.40 / 6.51 vs 6.52 / 6.67 us
@@ -101,6 +101,16 @@ PERSISTENT = {
     ("NVIDIA H200", "kv", 4096, 4096, 1024, 1024): (1, 4096, True, 8, 1, True, 3),  # 16.33 / 16.18 vs 16.21 / 17.48
     ("NVIDIA H200", "res", 4096, 4096, 0, 0): (2, 4096, True, 8, 1, True, 3),  # 10.43 vs 11.06 us
     ("NVIDIA H200", "silu", 4096, 14336, 14336, 0): (1, 4096, True, 8, 1, True, 4),  # 55.74 vs 57.74 us
+}  # fmt: skip
+
+# Launched with PDL, the persistent entry to run instead of the above: fewer, wider blocks, with programs for every
+# block, so each program requests all its weight rows before the wait, as session 45's probe kernel did (its best
+# with PDL: 8 rows a program, against 2 without). Measured on an H100 with the H200's entries (session 48,
+# logs/s48_run5: benchmarks/probe_pdl_preload.py --pdl-candidates, and the decode step).
+PDL_PERSISTENT = {
+    ("NVIDIA H200", "rope", 2048, 2048, 512, 512): (4, 2048, True, 4, 1, True, 3),  # 384 blocks of 8 rows
+    ("NVIDIA H200", "kv", 2048, 2048, 512, 512): (4, 2048, True, 4, 1, True, 3),
+    ("NVIDIA H200", "res", 2048, 2048, 0, 0): (8, 2048, True, 4, 1, True, 2),  # the 1B o: 256 blocks of 8 rows
 }  # fmt: skip
 
 # M = 1 shapes of 128 MiB of weights and more, where cuBLAS used to be faster (``patterns.decode_gemv`` leaves such
@@ -163,9 +173,12 @@ def beats_cublas(device_name: str, form: str, k: int, n0: int, n1: int, n2: int)
 
 
 def lookup(device_name: str, meta: dict, k: int, n0: int, n1: int, n2: int) -> Optional[tuple]:
-    """The measured config of an M = 1 launch, or None (not listed, or the table is off)."""
+    """The measured config of an M = 1 launch, or None (not listed, or the table is off); with ``meta["PDL"]``
+    (launched with PDL) ``PDL_PERSISTENT``'s entry where it has one."""
     key = (device_name, form(meta), k, n0, n1, n2)
     if policy() == "off":
         return None
+    if policy() == "on" and meta.get("PDL") and key in PDL_PERSISTENT:
+        return PDL_PERSISTENT[key]
     return PERSISTENT.get(key) if policy() == "on" and key in PERSISTENT else TABLE.get(key)
 

@@ -180,26 +180,40 @@ def table_launch(form: str, k: int, widths: tuple, head_dim: int) -> tuple[dict,
     return types, flags, aligned
 
 
-def compile_persistent_entry(key: tuple, changes: Optional[dict] = None) -> tuple[dict, dict, dict]:
-    """A ``gemv_table.PERSISTENT`` entry compiled for sm_90 as its launch runs it (``changes`` to the config applied
-    before the register cap): (asm, the kernel's config, the compiler options)."""
+# every persistent entry, as (key, from PDL_PERSISTENT): those are launched with PDL only
+PERSISTENT_ENTRIES = [*((key, False) for key in sorted(gemv_table.PERSISTENT, key=str)),
+                      *((key, True) for key in sorted(gemv_table.PDL_PERSISTENT, key=str))]
+
+
+def entry_id(entry) -> str:
+    key, pdl_only = entry
+    return ("pdl-" if pdl_only else "") + "-".join(map(str, key[1:]))
+
+
+def compile_persistent_entry(entry: tuple, changes: Optional[dict] = None) -> tuple[dict, dict, dict]:
+    """A persistent entry of ``PERSISTENT_ENTRIES`` compiled for sm_90 as its launch runs it (``changes`` to the
+    config applied before the register cap; a ``PDL_PERSISTENT`` entry always with PDL): (asm, the kernel's
+    config, the compiler options)."""
+    key, pdl_only = entry
     _, form, k, *widths = key
-    config = gemv._with_register_cap({**gemv_table.as_config(gemv_table.PERSISTENT[key]), **(changes or {})})
+    table = gemv_table.PDL_PERSISTENT if pdl_only else gemv_table.PERSISTENT
+    changes = {**({"PDL": True} if pdl_only else {}), **(changes or {})}
+    config = gemv._with_register_cap({**gemv_table.as_config(table[key]), **changes})
     options = {name: config.pop(name) for name in ("num_warps", "num_stages", "maxnreg")}
     types, flags, aligned = table_launch(form, k, tuple(w for w in widths if w), head_dim=64 if k == 2048 else 128)
     asm = compile_for_hopper(gemv._gemv_kernel, types, {**flags, **config}, aligned=aligned, **options)
     return asm, config, options
 
 
-@pytest.mark.parametrize("key", sorted(gemv_table.PERSISTENT, key=str), ids=lambda key: "-".join(map(str, key[1:])))
-def test_persistent_table_entries_fit_their_programs_on_one_sm(key):
+@pytest.mark.parametrize("entry", PERSISTENT_ENTRIES, ids=entry_id)
+def test_persistent_table_entries_fit_their_programs_on_one_sm(entry):
     """A persistent config launches PERSIST programs per SM, each taking every P-th column block. If their registers
     do not let all of them reside at once, the last ones start only when others finish: a second wave, which cost
     the cache-writing q/k/v 2-7 us per call on the H200 before session 26. Hopper: 64K registers per SM, allocated
     per warp in units of 8 registers per thread. Registers differ between Triton versions (triton 3.8 put the 1B
     down at 86, one past the fit), so the launch caps them (``gemv._with_register_cap``); compiled as launched, each
     entry must fit, and without spilling."""
-    asm, config, options = compile_persistent_entry(key)
+    asm, config, options = compile_persistent_entry(entry)
     regs, stack = registers_per_thread(asm["cubin"])
     per_sm, warps = config["PERSIST"], options["num_warps"]
     assert per_sm * warps * 32 * -(-regs // 8) * 8 <= gemv.REGISTERS_PER_SM, (regs, per_sm, warps)
@@ -300,15 +314,15 @@ def test_ieee_fp32_dot_follows_the_users_tf32_setting():
 
 
 
-@pytest.mark.parametrize("key", sorted(gemv_table.PERSISTENT, key=str), ids=lambda key: "-".join(map(str, key[1:])))
-def test_pdl_persistent_gemv_reads_only_weights_before_the_wait(key):
+@pytest.mark.parametrize("entry", PERSISTENT_ENTRIES, ids=entry_id)
+def test_pdl_persistent_gemv_reads_only_weights_before_the_wait(entry):
     """Launched with PDL (``kernels.pdl``) a persistent program lets the next kernel launch, requests its first
     block's weight rows (its first two with ``PDL_PRELOAD`` 2: twice the loads) as evict-first
     loads (parameters, which no kernel of the step writes), and only then waits for the kernel before it: every
     other load (x, the norm weight, the residual, cos / sin, the cache positions: what earlier kernels write) and
     every store comes after the wait. Compiled with PDL off, neither instruction is there; and with it on, the
     entry as the table has it still fits its programs on one SM without spilling."""
-    asm, config, options = compile_persistent_entry(key, {"PDL": True})
+    asm, config, options = compile_persistent_entry(entry, {"PDL": True})
     before, after = before_and_after_the_wait(asm["cubin"])
     loads = [s.split()[0] for s in before if s.startswith("LDG")]
     assert loads and all(".EF" in op for op in loads), loads
@@ -317,12 +331,12 @@ def test_pdl_persistent_gemv_reads_only_weights_before_the_wait(key):
     regs, stack = registers_per_thread(asm["cubin"])
     assert config["PERSIST"] * options["num_warps"] * 32 * -(-regs // 8) * 8 <= gemv.REGISTERS_PER_SM and stack == 0
     # two blocks (PDL_PRELOAD 2, which no entry sets yet: gemv_table says why): twice the loads, the same order
-    two, _, _ = compile_persistent_entry(key, {"PDL": True, "PDL_PRELOAD": 2})
+    two, _, _ = compile_persistent_entry(entry, {"PDL": True, "PDL_PRELOAD": 2})
     before_two, _ = before_and_after_the_wait(two["cubin"])
     loads_two = [s.split()[0] for s in before_two if s.startswith("LDG")]
     assert all(".EF" in op for op in loads_two) and len(loads_two) == 2 * len(loads), (loads, loads_two)
     assert not [s for s in before_two if s.startswith(("STG", "LDS", "STS", "ATOM", "RED"))]
-    plain, _, _ = compile_persistent_entry(key)
+    plain, _, _ = compile_persistent_entry(entry, {"PDL": False})
     assert not [s for s in sass(plain["cubin"]) if s.startswith(("ACQBULK", "PREEXIT"))]
 
 

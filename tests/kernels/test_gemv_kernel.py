@@ -592,13 +592,41 @@ def test_table_device_setting_looks_the_configs_up_as_on_that_gpu(monkeypatch, g
         gemv._device_name(cuda)
 
 
+@pytest.mark.autotuners
+@pytest.mark.skipif(not gemv.HAS_TRITON or gemv.INTERPRETED, reason="inspects the autotuners of the compiled kernel")
+def test_pdl_launches_take_their_own_persistent_entries_with_a_program_for_every_block(monkeypatch):
+    """Launched with PDL, a shape ``gemv_table.PDL_PERSISTENT`` lists runs that entry (with the table on; its
+    tiled entries under FUSION_PASSES_GEMV_TABLE=tiled), plain launches the usual one. Each such entry gives every
+    column block a program of its own on a 132-SM GPU, so each program requests all its weight rows before
+    griddepcontrol.wait."""
+    from fusion_passes.kernels import gemv_table
+
+    cuda = torch.device("cuda", 0)
+    assert gemv_table.PDL_PERSISTENT
+    for (device, form, k, n0, n1, n2), entry in gemv_table.PDL_PERSISTENT.items():
+        assert (device, form, k, n0, n1, n2) in gemv_table.TABLE  # overrides a measured entry
+        monkeypatch.setattr(gemv, "_device_name", lambda _, name=device: name)
+        plain = gemv_table.PERSISTENT.get((device, form, k, n0, n1, n2), gemv_table.TABLE[(device, form, k, n0, n1, n2)])
+        assert _one_config(gemv._m1_kernel(cuda, {**_meta(form), "PDL": True}, k, n0, n1, n2, None)) == entry
+        assert _one_config(gemv._m1_kernel(cuda, {**_meta(form), "PDL": False}, k, n0, n1, n2, None)) == plain
+        monkeypatch.setenv(gemv_table.POLICY_ENV, "tiled")
+        assert gemv_table.lookup(device, {**_meta(form), "PDL": True}, k, n0, n1, n2) == (
+            gemv_table.TABLE[(device, form, k, n0, n1, n2)])
+        monkeypatch.delenv(gemv_table.POLICY_ENV)
+        config = gemv_table.as_config(entry)
+        pair = 2 if form in ("rope", "kv") else 1
+        blocks = sum(-(-n // pair // config["BLOCK_N"]) for n in (n0, n1, n2) if n)
+        assert blocks <= 132 * config["PERSIST"], (form, blocks)
+
+
 def test_table_entries_are_launchable_tiles():
     """Powers of two the kernel's aranges accept; BLOCK_K no longer than K (a tile past K only loads zeros), except
     the persistent form's, which holds the whole row: the power of two at or above K."""
     from fusion_passes.kernels import gemv_table
 
     for (_, form, k, *_), (n, bk, prefetch, warps, stages, *rest) in [
-            *gemv_table.TABLE.items(), *gemv_table.PERSISTENT.items(), (("", "kv", 2048), gemv_table.KV_FALLBACK)]:
+            *gemv_table.TABLE.items(), *gemv_table.PERSISTENT.items(), *gemv_table.PDL_PERSISTENT.items(),
+            (("", "kv", 2048), gemv_table.KV_FALLBACK)]:
         assert form in ("rope", "kv", "res", "silu", "cat")
         for v in (n, bk, warps):
             assert v & (v - 1) == 0
