@@ -108,9 +108,7 @@ PERSISTENT = {
 # with PDL: 8 rows a program, against 2 without). Measured on an H100 with the H200's entries (session 48,
 # logs/s48_run5: benchmarks/probe_pdl_preload.py --pdl-candidates, and the decode step).
 PDL_PERSISTENT = {
-    ("NVIDIA H200", "rope", 2048, 2048, 512, 512): (4, 2048, True, 4, 1, True, 3),  # 384 blocks of 8 rows
-    ("NVIDIA H200", "kv", 2048, 2048, 512, 512): (4, 2048, True, 4, 1, True, 3),
-    ("NVIDIA H200", "res", 2048, 2048, 0, 0): (8, 2048, True, 4, 1, True, 2),  # the 1B o: 256 blocks of 8 rows
+    ("NVIDIA H200", "res", 2048, 2048, 0, 0): (4, 2048, True, 4, 1, True, 4),  # the 1B o: 4.00 vs 4.65 us
 }  # fmt: skip
 
 # M = 1 shapes of 128 MiB of weights and more, where cuBLAS used to be faster (``patterns.decode_gemv`` leaves such
