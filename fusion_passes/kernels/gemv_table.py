@@ -103,10 +103,12 @@ PERSISTENT = {
     ("NVIDIA H200", "silu", 4096, 14336, 14336, 0): (1, 4096, True, 8, 1, True, 4),  # 55.74 vs 57.74 us
 }  # fmt: skip
 
-# Launched with PDL, the persistent entry to run instead of the above: fewer, wider blocks, with programs for every
-# block, so each program requests all its weight rows before the wait, as session 45's probe kernel did (its best
-# with PDL: 8 rows a program, against 2 without). Measured on an H100 with the H200's entries (session 48,
-# logs/s48_run5: benchmarks/probe_pdl_preload.py --pdl-candidates, and the decode step).
+# Launched with PDL, the persistent entry to run instead of the above: wider blocks, with a program for every block,
+# so each program requests all its weight rows before the wait, as session 45's probe kernel did (its best with
+# PDL: 8 rows a program, against 2 without). Measured on an H100 with the H200's entries (session 48: us per call
+# in a chain of PDL twins, logs/s48_run5, benchmarks/probe_pdl_preload.py --pdl-candidates; the graphed 1B decode
+# step 0.992 ms with this entry against 1.044 without, logs/s48_run6). Every q/k/v candidate (2-8 pairs a block,
+# 4 or 8 warps) was slower than its plain entry's PDL twin (best 6.18 vs 5.49 us), so the q/k/v have none.
 PDL_PERSISTENT = {
     ("NVIDIA H200", "res", 2048, 2048, 0, 0): (4, 2048, True, 4, 1, True, 4),  # the 1B o: 4.00 vs 4.65 us
 }  # fmt: skip
