@@ -88,8 +88,9 @@ tensors (how it is tested without a GPU).
 ``decode_gemv_pdl`` and ``decode_gemv_kv_write_pdl`` are the same ops launched with programmatic dependent launch
 (``kernels.pdl``, sm_90+): extern ops that run the kernel with PDL on, which requests its first block of weight rows
 (the persistent form; two blocks where its ``gemv_table`` entry says ``PDL_PRELOAD`` 2; the tiled form, none) before
-``griddepcontrol.wait`` and reads x, the residual, cos / sin and the cache positions only after it. The passes use
-them where a step is replayed from a CUDA graph.
+``griddepcontrol.wait`` and reads x, the residual, cos / sin and the cache positions only after it. Where
+``gemv_table.PDL_PERSISTENT`` lists the shape, they run that persistent config (a program for every block: all its
+rows before the wait) instead of the plain launch's. The passes use them where a step is replayed from a CUDA graph.
 """
 
 import contextvars
