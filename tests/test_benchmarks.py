@@ -442,6 +442,16 @@ def test_inline_variant_combines_with_rope_and_unknown_suffixes_are_refused(monk
     with bench_e2e.variant_env("fusion_passes+normlate+graphstep"):
         assert gemv_table.norm_policy() == "late"
     assert gemv_table.norm_policy() == "exact"
+    # PDL variants that change the persistent entries for the variant (the PDL twins read them per launch)
+    monkeypatch.delenv(gemv_table.DEVICE_POLICY_ENV, raising=False)
+    persistent, pdl_persistent = gemv_table.PERSISTENT, gemv_table.PDL_PERSISTENT
+    with bench_e2e.variant_env("fusion_passes+graphstep+pdlplain"):
+        assert gemv_table.PDL_PERSISTENT == {} and gemv_table.PERSISTENT == persistent
+    with bench_e2e.variant_env("fusion_passes+graphstep+h200table+pdl2"):
+        assert gemv_table.PDL_PERSISTENT == {} and gemv_table.device_policy() == "NVIDIA H200"
+        assert gemv_table.PERSISTENT[("NVIDIA H200", "rope", 2048, 2048, 512, 512)][7] == 2
+    assert gemv_table.PERSISTENT is persistent and gemv_table.PDL_PERSISTENT is pdl_persistent
+    assert gemv_table.device_policy() == "auto"
     with pytest.raises(ValueError, match="stock takes only combo"):
         bench_e2e.make_variant(torch.nn.Linear(2, 2), "stock+kv")
     with pytest.raises(ValueError, match="unknown variant 'fusion_passes\\+inlined'"):
