@@ -84,8 +84,9 @@ Exactness: the scale is applied where SDPA applies it, a constant as its dtype h
 dtype=bf16)`` is 0.10009765625); several constant factors fold into one only when all enlarge or all shrink the
 scores (``* 1e38 * 1e-38`` overflows in eager: a near miss); a where-mask ``where(c, s, fill)`` becomes the additive mask ``where(c, 0,
 fill)`` (``s + fill == fill`` in fp32/bf16 for any real score, so even rows with every key masked give eager's
-uniform weights; SDPA's fused CUDA kernels do not give that, so rows that the mask blocks entirely with the
-minimum get the mean of V after SDPA; in fp16, eager's additive form of such rows can still differ). Mask terms
+uniform weights; SDPA's fused CUDA kernels do not give that, nor does the decode kernel in fp16, so rows that the
+mask blocks entirely with the minimum get the mean of V after them; in fp16, eager's additive form of such rows
+can still differ). Mask terms
 combine in the graph's order (a
 where-mask replaces what the terms before it added, as eager's overwrite does; two fills of the dtype's minimum
 do not sum to -inf). A fill is taken as the scores' dtype stores it (bf16 holds ``finfo(float32).min`` as -inf).
