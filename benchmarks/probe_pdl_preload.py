@@ -241,7 +241,7 @@ def pdl_candidates(device_name: str, bw: float, layers: int, record) -> list[dic
         lins = [Linear("1b", linear, torch.device("cuda")) for _ in range(layers)]
         xs, ideal = chain_inputs(lins), lins[0].bytes() / (bw * 1e12) * 1e6
         refs = [shipped_reference(lin, x) for lin, x in zip(lins, xs)]
-        key = (device_name, "rope" if linear == "qkv" else "res", 2048, 2048, *((512, 512) if linear == "qkv" else (0, 0)))
+        key = (device_name, "rope", 2048, 2048, 512, 512) if linear == "qkv" else (device_name, "res", 2048, 2048, 0, 0)
         for cand in (None, *cands):
             saved = gemv_table.PDL_PERSISTENT, gemv_table.PERSISTENT
             gemv_table.PDL_PERSISTENT = {k: v for k, v in saved[0].items() if k != key}

@@ -603,15 +603,15 @@ def test_pdl_launches_take_their_own_persistent_entries_with_a_program_for_every
 
     cuda = torch.device("cuda", 0)
     assert gemv_table.PDL_PERSISTENT
-    for (device, form, k, n0, n1, n2), entry in gemv_table.PDL_PERSISTENT.items():
-        assert (device, form, k, n0, n1, n2) in gemv_table.TABLE  # overrides a measured entry
+    for key, entry in gemv_table.PDL_PERSISTENT.items():
+        device, form, k, n0, n1, n2 = key
+        assert key in gemv_table.TABLE  # overrides a measured entry
         monkeypatch.setattr(gemv, "_device_name", lambda _, name=device: name)
-        plain = gemv_table.PERSISTENT.get((device, form, k, n0, n1, n2), gemv_table.TABLE[(device, form, k, n0, n1, n2)])
+        plain = gemv_table.PERSISTENT.get(key, gemv_table.TABLE[key])
         assert _one_config(gemv._m1_kernel(cuda, {**_meta(form), "PDL": True}, k, n0, n1, n2, None)) == entry
         assert _one_config(gemv._m1_kernel(cuda, {**_meta(form), "PDL": False}, k, n0, n1, n2, None)) == plain
         monkeypatch.setenv(gemv_table.POLICY_ENV, "tiled")
-        assert gemv_table.lookup(device, {**_meta(form), "PDL": True}, k, n0, n1, n2) == (
-            gemv_table.TABLE[(device, form, k, n0, n1, n2)])
+        assert gemv_table.lookup(device, {**_meta(form), "PDL": True}, k, n0, n1, n2) == gemv_table.TABLE[key]
         monkeypatch.delenv(gemv_table.POLICY_ENV)
         config = gemv_table.as_config(entry)
         pair = 2 if form in ("rope", "kv") else 1
