@@ -5,6 +5,7 @@
     python benchmarks/probe_pdl_preload.py --shipped-only --table-as "NVIDIA H200"   # the shipped GEMVs only, with
                                                                   # the H200's table (e.g. on an H100)
     python benchmarks/probe_pdl_preload.py --pdl-candidates --table-as "NVIDIA H200"   # PDL_PERSISTENT candidates
+    python benchmarks/probe_pdl_preload.py --qkv-parts --table-as "NVIDIA H200"   # the 1B q/k/v without norm / RoPE
     TRITON_INTERPRET=1 python benchmarks/probe_pdl_preload.py --tiny   # CPU: values only (PDL off)
 
 The small GEMVs that miss #8's per-GEMV target (1B q/k/v and o) cannot reach it as kernels that each start from
@@ -167,11 +168,11 @@ def launch_shipped(lin: Linear, x, pdl: bool = False):
     return lin.out_shipped
 
 
-def shipped_reference(lin: Linear, x) -> torch.Tensor:
+def shipped_reference(lin: Linear, x, norm: bool = True, rope: bool = True) -> torch.Tensor:
     """What ``launch_shipped`` computes, in fp32 from the same bf16 operands (the norm's output rounded to bf16
-    as eager's is; rotate-half RoPE)."""
+    as eager's is; rotate-half RoPE); ``norm`` / ``rope`` False: without the q/k/v's norm / RoPE."""
     xf = x.float()
-    if lin.nw is not None:
+    if lin.nw is not None and norm:
         xf = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)).to(x.dtype).float()
         xf = (xf * lin.nw.float()).to(x.dtype).float()
     y = xf @ lin.w.float().t()
@@ -179,7 +180,7 @@ def shipped_reference(lin: Linear, x) -> torch.Tensor:
         y = torch.nn.functional.silu(y) * (xf @ lin.u.float().t())
     elif lin.res_on:
         y = y + lin.res.float()
-    else:  # q and k rotated per head
+    elif rope:  # q and k rotated per head
         h, kv = lin.k, (lin.n - lin.k) // 2
         qk = y[:, :h + kv].reshape(1, -1, lin.hd)
         half = lin.hd // 2
@@ -270,6 +271,50 @@ def pdl_candidates(device_name: str, bw: float, layers: int, record) -> list[dic
     return summary
 
 
+# --qkv-parts: the 1B q/k/v with its norm prologue and RoPE epilogue each on or off: (norm, rope)
+QKV_PARTS = {"norm+rope": (True, True), "rope": (False, True), "norm": (True, False), "neither": (False, False)}
+
+
+def launch_qkv_part(lin: Linear, x, norm: bool, rope: bool, pdl: bool, entry: tuple) -> torch.Tensor:
+    """The shipped kernel on the q/k/v weights into ``lin.out``, at gemv_table ``entry``'s config with the same
+    weight rows a block whatever the form (without RoPE a block is rows, not rotary pairs: twice BLOCK_N)."""
+    from fusion_passes.kernels import gemv, gemv_table
+
+    h, kv = lin.k, (lin.n - lin.k) // 2
+    config = gemv_table.as_config(entry)
+    config["BLOCK_N"] *= 1 if rope else 2
+    gemv._launch(x, lin.w[:h], lin.w[h:h + kv], lin.w[h + kv:], lin.nw if norm else None, 1e-5, 0.0, True, None,
+                 False, lin.out, *((lin.cos, lin.sin, lin.hd, 2) if rope else ()), config=config, pdl_launch=pdl)
+    return lin.out
+
+
+def qkv_parts(device_name: str, bw: float, layers: int, record) -> list[dict]:
+    """Chains of the 1B q/k/v in each QKV_PARTS form at its table entry's config, plain and as PDL twins: which
+    part keeps the PDL twin (76.7 % of the copy bandwidth on an H100) from the probe kernel's 91 %."""
+    from fusion_passes.kernels import gemv_table
+
+    torch.manual_seed(0)
+    lins = [Linear("1b", "qkv", torch.device("cuda")) for _ in range(layers)]
+    xs, ideal = chain_inputs(lins), lins[0].bytes() / (bw * 1e12) * 1e6
+    entry = gemv_table.lookup(device_name, dict(CACHE_MASK=0, SILU_MUL=False, HAS_RES=False, ROPE=True), 2048,
+                              2048, 512, 512)
+    summary = []
+    for form, (norm, rope) in QKV_PARTS.items():
+        for pdl in (False, True):
+            us = time_graph(lambda: [launch_qkv_part(lin, x, norm, rope, pdl, entry)
+                                     for lin, x in zip(lins, xs)]) / len(lins)
+            err = max(rel_err(launch_qkv_part(lin, x, norm, rope, pdl, entry).clone(),
+                              shipped_reference(lin, x, norm, rope)) for lin, x in zip(lins, xs))
+            row = dict(shape="1b", chain="qkv", variant=form + ("+pdl" if pdl else ""), cfg=entry,
+                       us_per_gemv=round(us, 3), pct_copy_bw=round(100 * ideal / us, 1), rel_err_vs_fp32=round(err, 5))
+            record(**row)
+            summary.append(row)
+    print(f"\ncopy bandwidth {bw:.2f} TB/s; the 1B q/k/v by part, config {entry}")
+    for r in summary:
+        print(f"{r['variant']:16} {r['us_per_gemv']:7.2f} us {r['pct_copy_bw']:6.1f} %  rel err {r['rel_err_vs_fp32']}")
+    return summary
+
+
 def configs(lin: Linear, pdl: bool):
     for r in (1, 2, 4, 8, 16):
         for warps in (2, 4, 8):
@@ -338,6 +383,8 @@ def main() -> int:
                     help="only fusion_passes' GEMVs, plain and PDL (no probe-kernel sweep, no read floors)")
     ap.add_argument("--pdl-candidates", action="store_true",
                     help="only the PDL twins of the 1B q/k/v and o under each PDL_CANDIDATES config")
+    ap.add_argument("--qkv-parts", action="store_true",
+                    help="only the 1B q/k/v with / without its norm and RoPE, plain and PDL")
     ap.add_argument("--table-as", default=None, metavar="DEVICE_NAME",
                     help="FUSION_PASSES_GEMV_TABLE_DEVICE: gemv_table's configs as on this GPU ('NVIDIA H200')")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "pdl_preload_probe.json"))
@@ -359,8 +406,9 @@ def main() -> int:
         rows.append(row)
         print(json.dumps(row), flush=True)
 
-    if args.pdl_candidates:
-        save(args.out, bw, pdl_candidates(device_name, bw, args.layers, record), rows, quiet=True)
+    if args.pdl_candidates or args.qkv_parts:
+        only = pdl_candidates if args.pdl_candidates else qkv_parts
+        save(args.out, bw, only(device_name, bw, args.layers, record), rows, quiet=True)
         return 0
 
     for shape in args.shapes:

@@ -289,6 +289,29 @@ def test_pdl_preload_probe_kernel_matches_torch_tiny_interpreted():
         assert run.stdout.count(f"tiny {linear} ") >= 8, run.stdout  # R 1..16 (where it divides N) x 4 / 8 warps
 
 
+QKV_PARTS_CHECK = """
+import torch, probe_pdl_preload as p
+torch.manual_seed(0)
+lin = p.Linear("tiny", "qkv", torch.device("cpu"))
+entry = (1, 64, True, 4, 1, True, 2)  # persistent, a whole row a block (K 64)
+same = torch.equal(p.launch_qkv_part(lin, lin.x, True, True, False, entry).clone(), p.launch_shipped(lin, lin.x))
+errs = {form: p.rel_err(p.launch_qkv_part(lin, lin.x, norm, rope, False, entry).clone(),
+                        p.shipped_reference(lin, lin.x, norm, rope)) for form, (norm, rope) in p.QKV_PARTS.items()}
+print("same", same, "errs", max(errs.values()) < 0.02, sorted(errs))
+"""
+
+
+def test_pdl_preload_probe_qkv_parts_compute_their_forms_interpreted():
+    """--qkv-parts' launches (the q/k/v kernel with its norm and RoPE each on or off, at one table config) compute
+    each form as torch does, and the full form equals the shipped op bit for bit (the interpreter's tiny shape)."""
+    if reason := interpreter_blocker():
+        pytest.skip(reason)
+    run = subprocess.run([sys.executable, "-c", QKV_PARTS_CHECK], cwd=Path(__file__).parent.parent / "benchmarks",
+                         env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "same True errs True ['neither', 'norm', 'norm+rope', 'rope']" in run.stdout, run.stdout
+
+
 def test_pdl_preload_probe_requests_every_weight_row_before_the_wait_for_hopper():
     """What the probe measures holds in the sm_90 SASS: the program lets the next kernel launch (PREEXIT), issues
     all its weight loads (evict-first) before griddepcontrol.wait (ACQBULK), and every other load (x, the
