@@ -151,6 +151,12 @@ def launch(lin: Linear, x, cfg: dict, read_only=False):
     return lin.out
 
 
+def qkv_weights(lin: Linear) -> tuple:
+    """The q/k/v's three weights, row slices of W [N, K]: q (K rows), then k and v (half the rest each)."""
+    h, kv = lin.k, (lin.n - lin.k) // 2
+    return lin.w[:h], lin.w[h:h + kv], lin.w[h + kv:]
+
+
 def launch_shipped(lin: Linear, x, pdl: bool = False):
     """fusion_passes' decode_gemv as a decode step launches it (``pdl``: its PDL twin, as the passes launch it in a
     graphed step): q/k/v with the norm and RoPE on q and k (three weights, row slices of W: one launch; the cache
@@ -162,9 +168,7 @@ def launch_shipped(lin: Linear, x, pdl: bool = False):
     elif lin.gated:
         lin.out_shipped = op(x, lin.w, lin.u, None, lin.nw, 1e-5, 0.0, True, None, True)
     else:
-        h, kv = lin.k, (lin.n - lin.k) // 2
-        lin.out_shipped = op(x, lin.w[:h], lin.w[h:h + kv], lin.w[h + kv:], lin.nw, 1e-5, 0.0, True, None, False,
-                             lin.cos, lin.sin, lin.hd, 2)
+        lin.out_shipped = op(x, *qkv_weights(lin), lin.nw, 1e-5, 0.0, True, None, False, lin.cos, lin.sin, lin.hd, 2)
     return lin.out_shipped
 
 
@@ -201,9 +205,21 @@ EXTRA_PERSISTENT = {("res", 2048, 2048, 0, 0): (1, 2048, True, 4, 1, True, 6, 2)
 
 
 @contextlib.contextmanager
+def gemv_tables(persistent: dict, pdl_persistent: dict):
+    """gemv_table.PERSISTENT and PDL_PERSISTENT replaced while the block runs (launches look them up per call)."""
+    from fusion_passes.kernels import gemv_table
+
+    saved = gemv_table.PERSISTENT, gemv_table.PDL_PERSISTENT
+    gemv_table.PERSISTENT, gemv_table.PDL_PERSISTENT = persistent, pdl_persistent
+    try:
+        yield
+    finally:
+        gemv_table.PERSISTENT, gemv_table.PDL_PERSISTENT = saved
+
+
 def shipped_tables(change, device_name: str):
-    """gemv_table.PERSISTENT changed as ``change`` says while the block runs (launches look it up per call); every
-    change but None also empties PDL_PERSISTENT ("nopdlentries" only that: PDL launches run the plain entries)."""
+    """``gemv_tables`` with PERSISTENT changed as ``change`` says; every change but None also empties
+    PDL_PERSISTENT ("nopdlentries" only that: PDL launches run the plain entries)."""
     from fusion_passes.kernels import gemv_table
 
     table = dict(gemv_table.PERSISTENT)
@@ -211,13 +227,7 @@ def shipped_tables(change, device_name: str):
         table = {key: (*entry[:7], 2) if key[1:] in PRELOAD2 else entry for key, entry in table.items()}
     if change == "persist":
         table.update({(device_name, *key): entry for key, entry in EXTRA_PERSISTENT.items()})
-    saved = gemv_table.PERSISTENT, gemv_table.PDL_PERSISTENT
-    gemv_table.PERSISTENT = table
-    gemv_table.PDL_PERSISTENT = gemv_table.PDL_PERSISTENT if change is None else {}
-    try:
-        yield
-    finally:
-        gemv_table.PERSISTENT, gemv_table.PDL_PERSISTENT = saved
+    return gemv_tables(table, gemv_table.PDL_PERSISTENT if change is None else {})
 
 
 # --pdl-candidates: persistent configs for the PDL launches of the 1B q/k/v (RoPE form) and o, each with a program for
@@ -244,19 +254,17 @@ def pdl_candidates(device_name: str, bw: float, layers: int, record) -> list[dic
         refs = [shipped_reference(lin, x) for lin, x in zip(lins, xs)]
         key = (device_name, "rope", 2048, 2048, 512, 512) if linear == "qkv" else (device_name, "res", 2048, 2048, 0, 0)
         for cand in (None, *cands):
-            saved = gemv_table.PDL_PERSISTENT, gemv_table.PERSISTENT
-            gemv_table.PDL_PERSISTENT = {k: v for k, v in saved[0].items() if k != key}
+            pdl_table = {k: v for k, v in gemv_table.PDL_PERSISTENT.items() if k != key}
+            table = gemv_table.PERSISTENT
             if cand is not None:
-                gemv_table.PDL_PERSISTENT[key] = cand
-                gemv_table.PERSISTENT = {**saved[1], key: cand}  # the plain ops with the same config, for the check
-            try:
+                pdl_table[key] = cand
+                table = {**table, key: cand}  # the plain ops with the same config, for the check
+            with gemv_tables(table, pdl_table):
                 us = time_graph(lambda: [launch_shipped(lin, x, True) for lin, x in zip(lins, xs)]) / len(lins)
                 torch.cuda.synchronize()
                 twins = [launch_shipped(lin, x, True).clone() for lin, x in zip(lins, xs)]
                 plain = [launch_shipped(lin, x, False).clone() for lin, x in zip(lins, xs)]
                 torch.cuda.synchronize()
-            finally:
-                gemv_table.PDL_PERSISTENT, gemv_table.PERSISTENT = saved
             row = dict(shape="1b", chain=linear, variant="candidate", cfg=cand, us_per_gemv=round(us, 3),
                        pct_copy_bw=round(100 * ideal / us, 1),
                        equal=all(torch.equal(a, b) for a, b in zip(plain, twins)),
@@ -280,11 +288,10 @@ def launch_qkv_part(lin: Linear, x, norm: bool, rope: bool, pdl: bool, entry: tu
     weight rows a block whatever the form (without RoPE a block is rows, not rotary pairs: twice BLOCK_N)."""
     from fusion_passes.kernels import gemv, gemv_table
 
-    h, kv = lin.k, (lin.n - lin.k) // 2
     config = gemv_table.as_config(entry)
     config["BLOCK_N"] *= 1 if rope else 2
-    gemv._launch(x, lin.w[:h], lin.w[h:h + kv], lin.w[h + kv:], lin.nw if norm else None, 1e-5, 0.0, True, None,
-                 False, lin.out, *((lin.cos, lin.sin, lin.hd, 2) if rope else ()), config=config, pdl_launch=pdl)
+    gemv._launch(x, *qkv_weights(lin), lin.nw if norm else None, 1e-5, 0.0, True, None, False, lin.out,
+                 *((lin.cos, lin.sin, lin.hd, 2) if rope else ()), config=config, pdl_launch=pdl)
     return lin.out
 
 
