@@ -768,8 +768,33 @@ case "${1:-}" in
   qkv_parts)  # (for session 49) the 1B q/k/v's PDL twin by part: with / without its norm and RoPE, plain and PDL
     timeout 120 python3 benchmarks/probe_pdl_preload.py --qkv-parts --table-as "NVIDIA H200" \
       --out "$OUT/pdl_qkv_parts.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -12 ;;
+  s49)  # (session 49) PDL launches request the first block's residual / cos / sin beside x, and the norm weight
+         # before the wait; RoPE's products rounded as eager rounds them: the PDL GEMV GPU tests, the 1B q/k/v by
+         # part, every shipped GEMV +/- PDL, the graphed HF decode GPU tests with PDL, then the 1B decode step with
+         # this tree and with the previous commit's package (benchmarks/_old: git archive 63de9b8), in turn
+    timeout 90 python3 -m pytest -q -p no:cacheprovider -p no:logging --tb=line -m gpu tests/kernels/test_gemv_kernel.py \
+      -k pdl 2>&1 | grep -E "^E |passed|failed|Error" | head -8
+    timeout 90 python3 benchmarks/probe_pdl_preload.py --qkv-parts --table-as "NVIDIA H200" \
+      --out "$OUT/pdl_qkv_parts_s49.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -9
+    timeout 120 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b 8b --table-as "NVIDIA H200" \
+      --out "$OUT/pdl_shipped_s49.json" 2>&1 | grep -v Warn | grep -v '^{' | grep -E "^1b|^8b" | tail -30
+    timeout 90 python3 -m pytest -q -p no:cacheprovider -p no:logging --tb=line -m gpu tests/patterns/test_decode_gemv.py \
+      -k "hf_llama_decode and on-on-auto or compiled_inside_launches_with_pdl" 2>&1 | grep -E "^E |passed|failed|Error" | head -8
+    for ver in new old; do
+      PYTHONPATH=$(pythonpath $ver) timeout 140 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager \
+        --workloads decode-1024 --variants stock+cudagraphs fusion_passes+graphstep --budget-s 110 \
+        --out "$OUT/e2e_decode_s49_${ver}.json" 2>&1 | grep -v Warning | tail -3
+    done ;;
+  s49b)  # (session 49) after s49: the graphed HF decode GPU tests with PDL and the DeBERTa one; the PDL_PERSISTENT
+          # candidates again (the first block's epilogue operands now come beside x); the kernel tests on CUDA
+    timeout 200 python3 -m pytest -q -p no:cacheprovider -p no:logging --tb=line -m gpu tests/patterns/test_decode_gemv.py \
+      tests/patterns/test_attention_sdpa.py -k "hf_llama_decode and on-on-auto-1 or compiled_inside_launches_with_pdl or gpu_deberta" \
+      2>&1 | grep -E "^E |passed|failed|Error" | head -8
+    timeout 90 python3 benchmarks/probe_pdl_preload.py --pdl-candidates --table-as "NVIDIA H200" \
+      --out "$OUT/pdl_candidates_s49.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -12
+    timeout 200 python3 -m pytest -q -p no:cacheprovider tests/kernels 2>&1 | tee "$OUT/kernel_tests.log" | tail -3 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b" >&2
      exit 2 ;;
 esac

@@ -248,12 +248,49 @@ if triton is not None:
         return rn, rj, n_ok, w_rows, w_rows2
 
     @triton.jit
-    def _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2, stride_r,
-                  stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d, SILU_MUL: tl.constexpr,
+    def _kept(v):
+        """v, through a select the compilers cannot fold. Without it LLVM computes a product rounded to bf16 / fp16
+        that feeds an add as a half-precision multiply, and fuses it into the add (fma.rn.bf16): one rounding
+        fewer than eager's, and which of RoPE's two products it fuses differed between two compiles of the same
+        code (the PDL launch's and the plain one's; session 49)."""
+        return tl.where(v == v, v, v + v)
+
+    @triton.jit
+    def _epilogue_loads(R, COS, SIN, rm, m_ok, rn, rj, n_ok, stride_r, stride_cs, HAS_RES: tl.constexpr,
+                        ROPE: tl.constexpr, ROPE_DIM: tl.constexpr):
+        """The epilogue's operands that earlier kernels write, each [BLOCK_M, BLOCK_N] in fp32 (zeros where the
+        launch has none): the residual r, and RoPE's cos / sin at columns j (c1, s1) and j + h (c2, s2)."""
+        out_mask = m_ok[:, None] & n_ok[None, :]
+        r = (rm[:, None] * 0 + rn[None, :] * 0).to(tl.float32)
+        c1, s1, c2, s2 = r, r, r, r
+        if HAS_RES:
+            r = tl.load(R + rm[:, None] * stride_r + rn[None, :], mask=out_mask, other=0.0).to(tl.float32)
+        if ROPE:
+            half: tl.constexpr = ROPE_DIM // 2
+            cs = rm[:, None] * stride_cs + rj[None, :]
+            c1 = tl.load(COS + cs, mask=out_mask, other=0.0).to(tl.float32)
+            s1 = tl.load(SIN + cs, mask=out_mask, other=0.0).to(tl.float32)
+            c2 = tl.load(COS + cs + half, mask=out_mask, other=0.0).to(tl.float32)
+            s2 = tl.load(SIN + cs + half, mask=out_mask, other=0.0).to(tl.float32)
+        return r, c1, s1, c2, s2
+
+    @triton.jit
+    def _block_epilogue_loads(blk_id, W0, W1, W2, N0, N1, N2, K, R, COS, SIN, rm, m_ok, stride_r, stride_cs,
+                              CONCAT_W: tl.constexpr, PAIR: tl.constexpr, ROPE: tl.constexpr, ROPE_DIM: tl.constexpr,
+                              SILU_MUL: tl.constexpr, HAS_RES: tl.constexpr, BLOCK_N: tl.constexpr):
+        """``_epilogue_loads`` of the persistent form's column block blk_id (zeros past the last block)."""
+        w_ptr, blk, n_lim, _, _ = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
+        rn, rj, n_ok, _, _ = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL, BLOCK_N)
+        return _epilogue_loads(R, COS, SIN, rm, m_ok, rn, rj, n_ok, stride_r, stride_cs, HAS_RES, ROPE, ROPE_DIM)
+
+    @triton.jit
+    def _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, r, c1, s1, c2, s2, Y, C0, C1, C2,
+                  stride_y, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d, SILU_MUL: tl.constexpr,
                   GELU_TANH: tl.constexpr, HAS_RES: tl.constexpr, BIAS_MASK: tl.constexpr, ROPE: tl.constexpr,
                   ROPE_DIM: tl.constexpr, CACHE_MASK: tl.constexpr, HEAD_DIM: tl.constexpr):
         """From the fp32 dot products y (and y_u: the up projection's, or the pair's other half) [BLOCK_M, BLOCK_N]
-        of one column block to its stored outputs: bias, rounding, silu * up, residual, rope, cache and y stores."""
+        of one column block to its stored outputs: bias, rounding, silu * up, residual, rope, cache and y stores
+        (r, c1, s1, c2, s2: ``_epilogue_loads``)."""
         T = Y.dtype.element_ty
         if BIAS_MASK:  # in fp32 before the one rounding, as addmm's epilogue (B0-B2 all given: stand-ins for absent)
             b_ptr = B0
@@ -277,19 +314,13 @@ if triton is not None:
                 s = (g / (1.0 + tl.exp(-g))).to(T)
             y = (s.to(tl.float32) * y_u.to(T).to(tl.float32)).to(T)
         if HAS_RES:
-            r = tl.load(R + rm[:, None] * stride_r + rn[None, :], mask=out_mask, other=0.0)
-            y = (y.to(tl.float32) + r.to(tl.float32)).to(T)
+            y = (y.to(tl.float32) + r).to(T)
         if ROPE:
             half: tl.constexpr = ROPE_DIM // 2
             y2 = y_u.to(T)  # the pair's other half: columns j + h
-            cs = rm[:, None] * stride_cs + rj[None, :]
-            c1 = tl.load(COS + cs, mask=out_mask, other=0.0).to(tl.float32)
-            s1 = tl.load(SIN + cs, mask=out_mask, other=0.0).to(tl.float32)
-            c2 = tl.load(COS + cs + half, mask=out_mask, other=0.0).to(tl.float32)
-            s2 = tl.load(SIN + cs + half, mask=out_mask, other=0.0).to(tl.float32)
             a, b = y.to(tl.float32), y2.to(tl.float32)
-            ra = ((a * c1).to(T).to(tl.float32) + (-b * s1).to(T).to(tl.float32)).to(T)
-            rb = ((b * c2).to(T).to(tl.float32) + (a * s2).to(T).to(tl.float32)).to(T)
+            ra = (_kept((a * c1).to(T)).to(tl.float32) + _kept((-b * s1).to(T)).to(tl.float32)).to(T)
+            rb = (_kept((b * c2).to(T)).to(tl.float32) + _kept((a * s2).to(T)).to(tl.float32)).to(T)
             rotate = w_idx < rope_weights
             y = tl.where(rotate, ra, y)
             y2 = tl.where(rotate, rb, y2)
@@ -391,6 +422,8 @@ if triton is not None:
             if AHEAD2:
                 w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, pid + step, K, CONCAT_W, PAIR, ROPE,
                                              ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
+            if PDL and HAS_NORM:  # a parameter too: its round trip off the path that starts at the wait
+                nw = tl.load(NW + tl.arange(0, BLOCK_K), mask=tl.arange(0, BLOCK_K) < K, other=0.0)
         if PDL:  # below: reads of what earlier kernels write (x, residual, cos / sin, positions), and every store
             gdc_wait()
         pos = rm * 0
@@ -398,6 +431,14 @@ if triton is not None:
             pos = _cache_positions(IDX, rm, seq_len, cache_len, IDX_BASE)
 
         if PERSIST:
+            if PDL:
+                # the first block's residual / cos / sin requested beside x, not after its dot (each later block's
+                # one block ahead): with the weights in registers at the wait, the path from the wait to the
+                # stores is round trips and reductions, and these were one more round trip on it
+                epi = _block_epilogue_loads(pid, W0, W1, W2, N0, N1, N2, K, R, COS, SIN, rm, m_ok, stride_r,
+                                            stride_cs, CONCAT_W, PAIR, ROPE, ROPE_DIM, SILU_MUL, HAS_RES, BLOCK_N)
+                if HAS_RES or ROPE:  # ptxas issues those loads after x's have returned unless a barrier keeps
+                    tl.debug_barrier()  # them ahead of x's
             rk = tl.arange(0, BLOCK_K)
             xf = tl.load(X + rk[None, :], mask=rk[None, :] < K, other=0.0).to(tl.float32)  # [1, BLOCK_K]
             if HAS_NORM:  # the exact form: eager's roundings, the whole row in one tile
@@ -405,7 +446,9 @@ if triton is not None:
                 xf = xf * rstd[:, None]
                 if NORM_CAST:
                     xf = xf.to(T).to(tl.float32)
-                nw = tl.load(NW + rk, mask=rk < K, other=0.0).to(tl.float32)
+                if not PDL:
+                    nw = tl.load(NW + rk, mask=rk < K, other=0.0)
+                nw = nw.to(tl.float32)
                 if NORM_OFFSET:
                     nw = nw + norm_offset
                 xf = (xf * nw[None, :]).to(T).to(tl.float32)
@@ -423,9 +466,17 @@ if triton is not None:
                 else:
                     y = tl.sum(w.to(tl.float32) * xf, axis=1)[None, :]
                     y_u = y
-                _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
-                          stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
-                          SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
+                if not PDL:
+                    epi = _epilogue_loads(R, COS, SIN, rm, m_ok, rn, rj, n_ok, stride_r, stride_cs, HAS_RES, ROPE,
+                                          ROPE_DIM)
+                r, c1, s1, c2, s2 = epi
+                _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, r, c1, s1, c2, s2, Y, C0, C1,
+                          C2, stride_y, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d, SILU_MUL, GELU_TANH,
+                          HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
+                if PDL:
+                    epi = _block_epilogue_loads(blk_id + step, W0, W1, W2, N0, N1, N2, K, R, COS, SIN, rm, m_ok,
+                                                stride_r, stride_cs, CONCAT_W, PAIR, ROPE, ROPE_DIM, SILU_MUL,
+                                                HAS_RES, BLOCK_N)
                 w, u = w_next, u_next
                 if AHEAD2:  # two blocks ahead, requested once this one is reduced
                     w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + 2 * step, K, CONCAT_W, PAIR,
@@ -436,9 +487,11 @@ if triton is not None:
             y, y_u = _tiled_dot(X, NW, w_rows, w_rows2, rm, m_ok, n_ok, K, stride_x, eps, norm_offset, HAS_NORM,
                                 NORM_LATE, NORM_CAST, NORM_OFFSET, TWO, BLOCK_M, BLOCK_N, BLOCK_K, PREFETCH, ACC1D,
                                 PRECISION)
-            _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, R, COS, SIN, Y, C0, C1, C2,
-                      stride_r, stride_y, stride_cs, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
-                      SILU_MUL, GELU_TANH, HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
+            r, c1, s1, c2, s2 = _epilogue_loads(R, COS, SIN, rm, m_ok, rn, rj, n_ok, stride_r, stride_cs, HAS_RES,
+                                                ROPE, ROPE_DIM)
+            _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, r, c1, s1, c2, s2, Y, C0, C1, C2,
+                      stride_y, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d, SILU_MUL, GELU_TANH, HAS_RES,
+                      BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
 
     @triton.jit
     def _load_block(W0, W1, W2, N0, N1, N2, blk_id, K, CONCAT_W: tl.constexpr, PAIR: tl.constexpr,

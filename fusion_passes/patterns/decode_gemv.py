@@ -325,7 +325,7 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx, tables: dict) -> None:
     # concatenated outputs take their biases into the kernel (added before the rotation, one rounding as addmm)
     biases = [None] * 3 if gated is not None else [*[lin.bias for lin in lins], *[None] * (3 - len(lins))]
     rope_args = rope_args or [None, None, 0, 0]
-    pdl_launch = _pdl_launch(norm.x, ctx)
+    pdl_launch = _pdl_launch(norm.x, ctx, params=[norm.weight])
     with graph.inserting_after(anchor):
         if writes:
             args = [x2, *weights, *tail[:4], *rope_args]
@@ -755,10 +755,15 @@ def _launches_triton(node: fx.Node) -> bool:
             or (node.target in _FUNCTIONALIZED and node.args[0] in _TRITON_OPS))
 
 
-def _pdl_launch(x: fx.Node, ctx) -> bool:
+def _pdl_launch(x: fx.Node, ctx, params: tuple = ()) -> bool:
     """Whether the GEMV reading ``x`` runs as its PDL twin: PDL is wanted for this compile and device, and ``x`` is
     computed by a Triton kernel of ours in this graph, so that this GEMV is not the graph's first kernel of ours
-    (``kernels.pdl`` says why that makes loading the weights before the wait safe)."""
+    (``kernels.pdl`` says why that makes loading the weights before the wait safe). ``params``: what else the
+    kernel reads before its wait besides the linears' weights (``as_linear`` checked those), here the norm weight:
+    each must be a graph input that no op of the graph writes."""
+    if not all(p.op in ("placeholder", "get_attr") and not any(graph_utils.mutates(u, p) for u in p.users)
+               for p in params):
+        return False
     return pdl.wanted(val(x).device, ctx.graphed) and graph_utils.depends_on(x, where=_launches_triton)
 
 

@@ -756,6 +756,21 @@ def test_cuda_gemv_on_values_no_kernel_of_ours_computed_is_never_pdl(monkeypatch
     assert len(rec.matches) == 2 and _launches(gm) == ["traced", "traced"]
 
 
+def test_cuda_gemv_whose_norm_weight_the_graph_computes_is_never_pdl(monkeypatch):
+    """Must not fire: a PDL launch reads its norm weight before its wait, as it does its linears' weights, so a norm
+    weight that an op of the graph computes (here the parameter scaled) keeps the GEMV a plain launch, though a
+    kernel of ours computes its input; the norm is folded all the same."""
+    monkeypatch.setenv(pdl.POLICY_ENV, "auto")
+    monkeypatch.setattr(pdl, "supported", lambda device: True)
+
+    def fn(x, n1, wg1, wu1, wd1, n2, wg2, wu2, wd2):
+        return _two_mlp_layers(x, n1, wg1, wu1, wd1, n2 * 2, wg2, wu2, wd2)
+
+    gm, rec = apply_on_fake_cuda(decode_gemv, fn, *_MLP_SHAPES, graphed=True)
+    assert [m.detail.get("launch") for m in rec.matches] == [None, "pdl", None, None]  # down 1, 2, gate/up 1, 2
+    assert [m.detail.get("prologue") for m in rec.matches][2:] == ["rms_norm (llama)"] * 2
+
+
 def test_cuda_kv_writing_pdl_twin_writes_the_caches_in_place(monkeypatch):
     """The cache-writing q/k/v GEMV as its PDL twin goes through ``auto_functionalized``; Inductor's reinplacing
     then has it write the graph's cache inputs in place: no copy of a cache, and the copy_ back becomes a self-copy
