@@ -231,12 +231,16 @@ def shipped_tables(change, device_name: str):
 
 
 # --pdl-candidates: persistent configs for the PDL launches of the 1B q/k/v (RoPE form) and o, each with a program for
-# every block of rows (132 SMs), so every program requests all its rows before the wait, as this probe's kernel does
+# every block of rows (132 SMs), so every program requests all its rows before the wait, as this probe's kernel does.
+# Session 48 measured such configs with PREFETCH on (the loop's next-block loads, masked past the last block, held
+# registers for a second block); since session 49 PREFETCH off launches a program for every block with one block in
+# registers (PERSIST then only sets the register cap). Each compiles without spilling under its cap (sm_90).
 PDL_CANDIDATES = {
-    "qkv": [(2, 2048, True, 4, 1, True, 6), (4, 2048, True, 4, 1, True, 3), (4, 2048, True, 8, 1, True, 3),
-            (8, 2048, True, 4, 1, True, 2), (8, 2048, True, 8, 1, True, 2)],
-    "o": [(4, 2048, True, 4, 1, True, 4), (8, 2048, True, 4, 1, True, 2), (8, 2048, True, 8, 1, True, 2),
-          (16, 2048, True, 8, 1, True, 1)],
+    "qkv": [(2, 2048, False, 4, 1, True, 6), (2, 2048, False, 2, 1, True, 6), (4, 2048, False, 4, 1, True, 3),
+            (4, 2048, False, 8, 1, True, 3)],
+    "o": [(4, 2048, True, 4, 1, True, 4), (4, 2048, False, 4, 1, True, 4), (4, 2048, False, 4, 1, True, 6),
+          (4, 2048, False, 4, 1, True, 8), (8, 2048, False, 4, 1, True, 2), (8, 2048, False, 4, 1, True, 4),
+          (2, 2048, False, 2, 1, True, 8), (2, 2048, False, 4, 1, True, 8), (8, 2048, False, 8, 1, True, 2)],
 }
 
 

@@ -386,7 +386,7 @@ if triton is not None:
         BLOCK_M: tl.constexpr,
         BLOCK_N: tl.constexpr,
         BLOCK_K: tl.constexpr,
-        PREFETCH: tl.constexpr,  # M = 1 only: load the next K tile while reducing this one
+        PREFETCH: tl.constexpr,  # M = 1 only: load the next K tile (persistent: block) while reducing this one
         ACC1D: tl.constexpr,  # M = 1 only: reduce each tile into [BLOCK_N] (registers for one tile, not two)
         PERSIST: tl.constexpr,  # M = 1, BLOCK_K >= K only: programs per SM of the persistent form (0: tiled)
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
@@ -400,7 +400,7 @@ if triton is not None:
         # two blocks requested before the wait, then the loop two ahead: the whole weight before the wait where the
         # grid has 1-2 blocks a program (the small q/k/v), as session 45's probe did, at no more rows in registers
         # in the loop; but the norm prologue then runs beside two blocks (gate/up and the 1B down spill: 1 there)
-        AHEAD2: tl.constexpr = PDL and PDL_PRELOAD == 2
+        AHEAD2: tl.constexpr = PDL and PDL_PRELOAD == 2 and PREFETCH
         pid = tl.program_id(0)
         rm = tl.arange(0, BLOCK_M)
         m_ok = rm < M
@@ -452,8 +452,11 @@ if triton is not None:
                 if NORM_OFFSET:
                     nw = nw + norm_offset
                 xf = (xf * nw[None, :]).to(T).to(tl.float32)
-            for blk_id in range(pid, n_blocks, step):
-                if not AHEAD2:
+            stop = n_blocks
+            if not PREFETCH:  # a program for every block (the launch's grid): one trip, one block in registers
+                stop = pid + 1
+            for blk_id in range(pid, stop, step):
+                if PREFETCH and not AHEAD2:
                     w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + step, K, CONCAT_W, PAIR,
                                                  ROPE, ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
                 w_ptr, blk, n_lim, col0, w_idx = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR,
@@ -477,7 +480,8 @@ if triton is not None:
                     epi = _block_epilogue_loads(blk_id + step, W0, W1, W2, N0, N1, N2, K, R, COS, SIN, rm, m_ok,
                                                 stride_r, stride_cs, CONCAT_W, PAIR, ROPE, ROPE_DIM, SILU_MUL,
                                                 HAS_RES, BLOCK_N)
-                w, u = w_next, u_next
+                if PREFETCH:
+                    w, u = w_next, u_next
                 if AHEAD2:  # two blocks ahead, requested once this one is reduced
                     w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, blk_id + 2 * step, K, CONCAT_W, PAIR,
                                                  ROPE, ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
@@ -713,8 +717,8 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
 
     def grid(meta):
         blocks = sum(triton.cdiv(n, meta["BLOCK_N"]) for n in widths)
-        if meta.get("PERSIST", 0):  # the persistent form: PERSIST programs per SM, each taking every P-th block
-            return (min(blocks, _sm_count(x.device) * meta["PERSIST"]),)
+        if meta.get("PERSIST", 0) and meta["PREFETCH"]:  # the persistent form: PERSIST programs per SM, each
+            return (min(blocks, _sm_count(x.device) * meta["PERSIST"]),)  # taking every P-th block
         return (blocks,)
 
     seq_len, cache_len, head_dim, *cache_strides = _cache_layout(caches, cache_index, index_base, m)

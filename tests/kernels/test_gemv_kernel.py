@@ -195,8 +195,9 @@ def _force_acc1d(monkeypatch) -> None:
 
 
 def _force_loop(monkeypatch, loop: str, rows: int) -> None:
-    """Every M = 1 launch runs ``loop``: "tiled" (the default config), "acc1d" or "persistent" (two programs, four
-    columns a block, so each program takes several blocks); the last two are M = 1 forms, skipped for more rows."""
+    """Every M = 1 launch runs ``loop``: "tiled" (the default config), "acc1d", "persistent" (two programs, four
+    columns a block, so each program takes several blocks) or "persistent-one" (the same without PREFETCH: a
+    program for every block); all but the first are M = 1 forms, skipped for more rows."""
     if loop == "tiled":
         return
     if rows > 1:
@@ -206,7 +207,9 @@ def _force_loop(monkeypatch, loop: str, rows: int) -> None:
         return
     monkeypatch.setattr(gemv, "PERSIST_INTERPRETED", 2)
     monkeypatch.setattr(gemv, "_sm_count", lambda device: 1)
-    monkeypatch.setattr(gemv, "_m1_kernel", lambda *a: gemv._fixed_kernel((4, 128, True, 4, 1, True, 2)))
+    prefetch = loop == "persistent"  # "persistent-one": a program for every block, no next-block prefetch
+    monkeypatch.setattr(gemv, "PREFETCH", prefetch)  # the interpreter's config
+    monkeypatch.setattr(gemv, "_m1_kernel", lambda *a: gemv._fixed_kernel((4, 128, prefetch, 4, 1, True, 2)))
 
 
 def _autotuner_configs() -> list[tuple[int, dict]]:
@@ -294,7 +297,7 @@ def _rope64(y, cos, sin, t):
 @pytest.mark.parametrize("rows", [1, 3])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("rope_weights, widths", [(2, (64, 32, 32)), (1, (48, 32)), (2, (32, 16))])
-@pytest.mark.parametrize("loop", ["tiled", "acc1d", "persistent"])
+@pytest.mark.parametrize("loop", ["tiled", "acc1d", "persistent", "persistent-one"])
 def test_kernel_rope_epilogue(rows, dtype, rope_weights, widths, loop, monkeypatch):
     """q/k rotated per head in the epilogue (each program owns column pairs j, j + 8 of 16-wide heads); v as is.
     acc1d: the M = 1 loop reducing each tile (the H200 table's q/k/v config for the 1B shape); persistent: the
@@ -367,7 +370,7 @@ def test_rope_needs_concatenated_head_multiples():
 @pytest.mark.parametrize("batch, seq, positions", [(1, 1, [5]), (2, 1, [0]), (1, 3, [2, 3, -1]), (2, 2, [6, 7])])
 @pytest.mark.parametrize("rope", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("loop", ["tiled", "acc1d", "persistent"])
+@pytest.mark.parametrize("loop", ["tiled", "acc1d", "persistent", "persistent-one"])
 def test_kv_write_epilogue_stores_exactly_the_heads(batch, seq, positions, rope, dtype, loop, monkeypatch):
     """decode_gemv_kv_write gives decode_gemv's output bit for bit and leaves in the K/V caches exactly what HF's
     ``cache.index_copy_(2, pos, heads)`` leaves (negative positions count from the end, as index_put's do);
@@ -403,7 +406,7 @@ def test_kv_write_epilogue_stores_exactly_the_heads(batch, seq, positions, rope,
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("present", [(True, True, True), (True, False, True), (False, True, False)])
 @pytest.mark.parametrize("rope", [False, True])
-@pytest.mark.parametrize("loop", ["tiled", "persistent"])
+@pytest.mark.parametrize("loop", ["tiled", "persistent", "persistent-one"])
 def test_bias_epilogue(rows, dtype, present, rope, loop, monkeypatch):
     """bias_i is added to output i in fp32 before its one rounding (as eager's addmm) and before the rotation
     (Qwen2's q/k/v); any subset of the outputs may have one; the late-norm form adds it after its 1/rms scale (the
@@ -464,7 +467,7 @@ def test_biases_are_checked():
 @kernel_test
 @pytest.mark.parametrize("batch, seq, base, shape", [(1, 1, 5, []), (2, 2, 6, [1]), (1, 3, -3, [])])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("loop", ["tiled", "acc1d", "persistent"])
+@pytest.mark.parametrize("loop", ["tiled", "acc1d", "persistent", "persistent-one"])
 def test_kv_write_from_a_base_position(batch, seq, base, shape, dtype, loop, monkeypatch):
     """index_base: the positions are base + arange(S) (HF StaticCache's ``arange(S) + cumulative_length``); the
     caches end as they do with the positions given one by one, bit for bit."""
@@ -673,7 +676,7 @@ def _decode_layer_args(dtype, k=96, heads=4, kv_heads=2, d=16, length=8, ffn=80)
 
 
 @kernel_test
-@pytest.mark.parametrize("loop", ["tiled", "persistent"])
+@pytest.mark.parametrize("loop", ["tiled", "persistent", "persistent-one"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_pdl_twins_compute_what_the_ops_do(loop, dtype, monkeypatch):
     """``decode_gemv_pdl`` / ``decode_gemv_kv_write_pdl`` (the ops launched with programmatic dependent launch,
@@ -698,18 +701,20 @@ def _assert_twins_equal_the_ops(dtype) -> int:
 
 
 @kernel_test
-@pytest.mark.parametrize("preload", [1, 2])
+@pytest.mark.parametrize("preload, prefetch", [(1, True), (2, True), (1, False)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_pdl_persistent_loop_with_blocks_preloaded_computes_what_the_op_does(preload, dtype, monkeypatch):
+def test_pdl_persistent_loop_with_blocks_preloaded_computes_what_the_op_does(preload, prefetch, dtype, monkeypatch):
     """The persistent form launched with PDL requests its config's ``PDL_PRELOAD`` blocks of weight rows before the
     wait (2: its loop keeps two blocks ahead): every layer's GEMV, bit for bit the op's output, with each program
-    taking several blocks (so past the last one the preloads are masked). The interpreter has no griddepcontrol:
-    there the two instructions are no-ops and the kernel is compiled with PDL on all the same."""
+    taking several blocks (so past the last one the preloads are masked); without PREFETCH, a program for every
+    block (the launch sizes the grid so). The interpreter has no griddepcontrol: there the two instructions are
+    no-ops and the kernel is compiled with PDL on all the same."""
     from fusion_passes.kernels import pdl
 
     _force_loop(monkeypatch, "persistent", 1)
     monkeypatch.setattr(gemv, "PDL_PRELOAD_INTERPRETED", preload)
-    monkeypatch.setattr(gemv, "_m1_kernel", lambda *a: gemv._fixed_kernel((4, 128, True, 4, 1, True, 2, preload)))
+    monkeypatch.setattr(gemv, "_m1_kernel",
+                        lambda *a: gemv._fixed_kernel((4, 128, prefetch, 4, 1, True, 2, preload)))
     if DEVICE == "cpu":
         monkeypatch.setattr(gemv, "gdc_wait", _no_griddepcontrol)
         monkeypatch.setattr(gemv, "gdc_launch_dependents", _no_griddepcontrol)
@@ -739,7 +744,7 @@ def test_pdl_twins_have_the_ops_schemas():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize("loop", ["tiled", "persistent"])
+@pytest.mark.parametrize("loop", ["tiled", "persistent", "persistent-one"])
 def test_gpu_pdl_chain_in_a_cuda_graph_equals_the_plain_chain(loop, monkeypatch):
     """Three decode layers' GEMVs as a graphed step launches them (the first plainly, every later one with PDL, each
     reading the one before: weights loaded before the wait overlap the kernel before), captured in one CUDA graph
