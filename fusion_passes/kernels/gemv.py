@@ -85,12 +85,25 @@ On CUDA the op launches through ``wrap_triton`` (Inductor emits the kernel in it
 capture it); elsewhere the same math runs in plain torch; with ``TRITON_INTERPRET=1`` the kernel runs on CPU
 tensors (how it is tested without a GPU).
 
+Without PREFETCH the persistent form gives every column block a program of its own (the launch sizes the grid so;
+PERSIST then only sets the register cap): one block of rows in registers and one trip, no request for a next block.
+
 ``decode_gemv_pdl`` and ``decode_gemv_kv_write_pdl`` are the same ops launched with programmatic dependent launch
 (``kernels.pdl``, sm_90+): extern ops that run the kernel with PDL on, which requests its first block of weight rows
-(the persistent form; two blocks where its ``gemv_table`` entry says ``PDL_PRELOAD`` 2; the tiled form, none) before
-``griddepcontrol.wait`` and reads x, the residual, cos / sin and the cache positions only after it. Where
+(the persistent form; two blocks where its ``gemv_table`` entry says ``PDL_PRELOAD`` 2; the tiled form, none) and
+the norm weight (a parameter too) before ``griddepcontrol.wait``, and reads x, the residual, cos / sin and the cache
+positions only after it. From the wait to the stores a program is round trips and reductions, so the first block's
+residual and cos / sin are requested right after the wait, beside x, not after its dot (each later block's one
+block ahead); with both that and the norm weight, the 1B q/k/v went from 76.7 to 80.3 % of the copy bandwidth on an
+H100 and the 8B q/k/v from 86.7 to 96.0 % (session 49, ``benchmarks/results/logs/s49_run3``). Where
 ``gemv_table.PDL_PERSISTENT`` lists the shape, they run that persistent config (a program for every block: all its
 rows before the wait) instead of the plain launch's. The passes use them where a step is replayed from a CUDA graph.
+
+Eager rounds each of RoPE's products to T before adding them; LLVM turns such a product into a half-precision
+multiply and fuses it into the add (one rounding fewer), and which of the two products it fused differed between the
+PDL and the plain compile of the same code, so the twins differed from the ops in the last bit (session 49).
+``_kept`` passes each product through a select the compilers cannot fold; the compile tests check that no kernel of
+ours has a half-precision fma.
 """
 
 import contextvars

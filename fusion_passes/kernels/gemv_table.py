@@ -87,6 +87,8 @@ TABLE = {
 # exactly, so a compiler that needs one register more would spill under the launch's register cap
 # (gemv._with_register_cap); 3 leave room up to 80. (The 8B RoPE form measured 15.46 us at 4 against 15.79 at 3
 # in run 3, within that noise: it stays at 3.)
+# In the persistent form PREFETCH (the third field) requests each next block's rows before this one is reduced; without
+# it the launch gives every block a program of its own (PDL_PERSISTENT's entries).
 # An eighth field, PDL_PRELOAD (default 1): launched with PDL (``kernels.pdl``) the program requests that many blocks
 # of weight rows before griddepcontrol.wait. 2 measured no faster than 1 in the H100's 1B decode step (1.032 vs 1.036
 # ms) and slower per GEMV (1B q/k/v chain 62.2 vs 76.7 % of the copy bandwidth; session 48, logs/s48_run2), so no
@@ -103,14 +105,21 @@ PERSISTENT = {
     ("NVIDIA H200", "silu", 4096, 14336, 14336, 0): (1, 4096, True, 8, 1, True, 4),  # 55.74 vs 57.74 us
 }  # fmt: skip
 
-# Launched with PDL, the persistent entry to run instead of the above: wider blocks, with a program for every block,
-# so each program requests all its weight rows before the wait, as session 45's probe kernel did (its best with
-# PDL: 8 rows a program, against 2 without). Measured on an H100 with the H200's entries (session 48: us per call
-# in a chain of PDL twins, logs/s48_run5, benchmarks/probe_pdl_preload.py --pdl-candidates; the graphed 1B decode
-# step 0.992 ms with this entry against 1.044 without, logs/s48_run6). Every q/k/v candidate (2-8 pairs a block,
-# 4 or 8 warps) was slower than its plain entry's PDL twin (best 6.18 vs 5.49 us), so the q/k/v have none.
+# Launched with PDL, the persistent entry to run instead of the above, with a program for every block of rows, so
+# each program requests all its weight rows before the wait, as session 45's probe kernel did. Since session 49 such
+# an entry has PREFETCH False: the launch then sizes the grid with a program for every block (PERSIST only sets the
+# register cap: PERSIST programs of a SM must fit, and 132 * PERSIST must cover the blocks), and each program holds
+# one block, not the loop's second for the next one, and skips the loop (sm_90, the 1B o's entry: 53 registers and
+# 206 instructions after the wait, against 71 and 434 for session 48's; which of these made it faster was not
+# measured). Measured on an H100 with the H200's entries, us per call in a chain of PDL twins
+# (benchmarks/probe_pdl_preload.py --pdl-candidates): session 48 (PREFETCH on, logs/s48_run5) 4 rows a block at 4
+# programs an SM 4.00 vs 4.65 us for the plain entry's twin; session 49 (logs/s49_run6), 2 rows a block at 8 an SM
+# 3.24 us (85.7 % of the copy bandwidth) against 3.89 for session 48's entry and 4.67 without one; the graphed 1B
+# decode step 0.983 ms pipelined (logs/s49_run7). Every q/k/v candidate was slower than its plain entry's PDL twin
+# (session 48: 2-8 pairs a block with PREFETCH, best 6.18 vs 5.49 us; session 49 without it: 5.56-6.00 vs 5.24),
+# so the q/k/v have none.
 PDL_PERSISTENT = {
-    ("NVIDIA H200", "res", 2048, 2048, 0, 0): (4, 2048, True, 4, 1, True, 4),  # the 1B o: 4.00 vs 4.65 us
+    ("NVIDIA H200", "res", 2048, 2048, 0, 0): (2, 2048, False, 4, 1, True, 8),  # the 1B o: 3.24 vs 4.67 us
 }  # fmt: skip
 
 # M = 1 shapes of 128 MiB of weights and more, where cuBLAS used to be faster (``patterns.decode_gemv`` leaves such

@@ -3,7 +3,8 @@
 A kernel launched with PDL may start while the kernel before it in the stream still runs: as soon as every
 program of that kernel has called ``launch_dependents`` (or exited). Until its ``griddepcontrol.wait`` returns it
 must read nothing an earlier kernel writes and write nothing at all; after it, every earlier kernel has finished
-and its stores are visible. What it may do before the wait is read its weights, which no kernel of the step writes:
+and its stores are visible. What it may do before the wait is read its weights (and a GEMV's norm weight), which no
+kernel of the step writes:
 
     decode GEMV (PDL):   launch_dependents()          # the next kernel may be scheduled now
                          w = W[first block's rows, :]  # parameters, straight from HBM, during the previous kernel's tail
@@ -20,7 +21,7 @@ only after its own wait, so everything before it has finished too. The passes la
 input computed by another kernel of ours in the same graph (launched earlier), so the graph's first kernel of ours
 is a plain launch: by the time any PDL kernel of the graph starts, all work queued before the graph has finished
 (a weight update the user made, say), and no kernel of the graph writes a weight (the passes take only parameters
-the graph does not mutate).
+the graph does not mutate; a norm weight that an op of the graph computes or writes keeps its GEMV a plain launch).
 
 The launches go through Triton's launcher (``kernel[grid](..., launch_pdl=True)``): Inductor's code for a traced
 user kernel has no way to ask for PDL. So a PDL op is an extern op that runs Python on every call: worth it only
