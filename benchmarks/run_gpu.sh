@@ -796,8 +796,11 @@ case "${1:-}" in
   s49c)  # (session 49) PDL_PERSISTENT candidates without PREFETCH (a program for every block, one block in registers)
     timeout 150 python3 benchmarks/probe_pdl_preload.py --pdl-candidates --table-as "NVIDIA H200" \
       --out "$OUT/pdl_candidates_s49c.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -16 ;;
+  s50)  # (for session 50) the q/k/v PDL_PERSISTENT candidates without PREFETCH, those session 49 could not run too
+    timeout 150 python3 benchmarks/probe_pdl_preload.py --pdl-candidates --table-as "NVIDIA H200" \
+      --out "$OUT/pdl_candidates_s50.json" 2>&1 | grep -v Warn | grep -v '^{' | grep -E "^qkv|^o  *None|^o .*False, 4, 1, True, 8" ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b|s49c" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b|s49c|s50" >&2
      exit 2 ;;
 esac

@@ -336,6 +336,27 @@ def test_pdl_preload_probe_requests_every_weight_row_before_the_wait_for_hopper(
         assert max(weights) < wait < min(i for i, op in loads if ".EF" not in op), (k, r, loads, wait)
 
 
+def test_pdl_candidates_fit_their_register_caps_for_hopper():
+    """Each of the probe's PDL_PERSISTENT candidates, compiled for sm_90 as its PDL launch runs it, fits its register
+    cap without spilling, and a candidate without PREFETCH covers every block with programs that fit on 132 SMs at
+    once: a config that spills or runs a second wave would be timed for nothing."""
+    hopper = pytest.importorskip("tests.kernels.test_compile_for_hopper")
+    import probe_pdl_preload
+
+    from fusion_passes.kernels import gemv_table
+
+    if hopper.GPUTarget is None or os.environ.get("TRITON_INTERPRET") == "1" or probe_pdl_preload.gdc_wait is None:
+        pytest.skip("needs triton's compiler with griddepcontrol")
+    keys = {"qkv": ("NVIDIA H200", "rope", 2048, 2048, 512, 512), "o": ("NVIDIA H200", "res", 2048, 2048, 0, 0)}
+    columns = {"qkv": 3072 // 2, "o": 2048}  # a RoPE block's column is a pair of rows
+    for linear, cands in probe_pdl_preload.PDL_CANDIDATES.items():
+        for entry in cands:
+            with probe_pdl_preload.gemv_tables(gemv_table.PERSISTENT, {keys[linear]: entry}):
+                asm, config, _ = hopper.compile_persistent_entry((keys[linear], True))
+            assert hopper.registers_per_thread(asm["cubin"])[1] == 0, (linear, entry)
+            assert config["PREFETCH"] or 132 * config["PERSIST"] * config["BLOCK_N"] >= columns[linear], entry
+
+
 def test_split_gemv_probe_mma_design_runs_on_the_tensor_cores_for_hopper():
     """The mma design is what its name says once compiled for sm_90: MMA instructions, with x on either side."""
     hopper = pytest.importorskip("tests.kernels.test_compile_for_hopper")
