@@ -248,6 +248,10 @@ PDL_CANDIDATES = {
 }
 
 
+# gemv_table's key (after the device name) of each linear PDL_CANDIDATES lists: the 1B q/k/v in the RoPE form, the o
+PDL_CANDIDATE_FORMS = {"qkv": ("rope", 2048, 2048, 512, 512), "o": ("res", 2048, 2048, 0, 0)}
+
+
 def pdl_candidates(device_name: str, bw: float, layers: int, record) -> list[dict]:
     """Each PDL_CANDIDATES config as gemv_table.PDL_PERSISTENT's entry for its shape (None: no entry, the shipped
     table's before session 48's), the chain of PDL twins timed; its output checked bit for bit against the plain
@@ -260,7 +264,7 @@ def pdl_candidates(device_name: str, bw: float, layers: int, record) -> list[dic
         lins = [Linear("1b", linear, torch.device("cuda")) for _ in range(layers)]
         xs, ideal = chain_inputs(lins), lins[0].bytes() / (bw * 1e12) * 1e6
         refs = [shipped_reference(lin, x) for lin, x in zip(lins, xs)]
-        key = (device_name, "rope", 2048, 2048, 512, 512) if linear == "qkv" else (device_name, "res", 2048, 2048, 0, 0)
+        key = (device_name, *PDL_CANDIDATE_FORMS[linear])
         for cand in (None, *cands):
             pdl_table = {k: v for k, v in gemv_table.PDL_PERSISTENT.items() if k != key}
             table = gemv_table.PERSISTENT

@@ -347,14 +347,15 @@ def test_pdl_candidates_fit_their_register_caps_for_hopper():
 
     if hopper.GPUTarget is None or os.environ.get("TRITON_INTERPRET") == "1" or probe_pdl_preload.gdc_wait is None:
         pytest.skip("needs triton's compiler with griddepcontrol")
-    keys = {"qkv": ("NVIDIA H200", "rope", 2048, 2048, 512, 512), "o": ("NVIDIA H200", "res", 2048, 2048, 0, 0)}
-    columns = {"qkv": 3072 // 2, "o": 2048}  # a RoPE block's column is a pair of rows
     for linear, cands in probe_pdl_preload.PDL_CANDIDATES.items():
+        form, _, *widths = probe_pdl_preload.PDL_CANDIDATE_FORMS[linear]
+        key = ("NVIDIA H200", *probe_pdl_preload.PDL_CANDIDATE_FORMS[linear])
+        columns = sum(widths) // 2 if form == "rope" else widths[0]  # a RoPE block's column is a pair of rows
         for entry in cands:
-            with probe_pdl_preload.gemv_tables(gemv_table.PERSISTENT, {keys[linear]: entry}):
-                asm, config, _ = hopper.compile_persistent_entry((keys[linear], True))
+            with probe_pdl_preload.gemv_tables(gemv_table.PERSISTENT, {key: entry}):
+                asm, config, _ = hopper.compile_persistent_entry((key, True))
             assert hopper.registers_per_thread(asm["cubin"])[1] == 0, (linear, entry)
-            assert config["PREFETCH"] or 132 * config["PERSIST"] * config["BLOCK_N"] >= columns[linear], entry
+            assert config["PREFETCH"] or 132 * config["PERSIST"] * config["BLOCK_N"] >= columns, entry
 
 
 def test_split_gemv_probe_mma_design_runs_on_the_tensor_cores_for_hopper():

@@ -435,8 +435,9 @@ if triton is not None:
             if AHEAD2:
                 w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, pid + step, K, CONCAT_W, PAIR, ROPE,
                                              ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
+            rk = tl.arange(0, BLOCK_K)
             if PDL and HAS_NORM:  # a parameter too: its round trip off the path that starts at the wait
-                nw = tl.load(NW + tl.arange(0, BLOCK_K), mask=tl.arange(0, BLOCK_K) < K, other=0.0)
+                nw = tl.load(NW + rk, mask=rk < K, other=0.0)
         if PDL:  # below: reads of what earlier kernels write (x, residual, cos / sin, positions), and every store
             gdc_wait()
         pos = rm * 0
@@ -452,7 +453,6 @@ if triton is not None:
                                             stride_cs, CONCAT_W, PAIR, ROPE, ROPE_DIM, SILU_MUL, HAS_RES, BLOCK_N)
                 if HAS_RES or ROPE:  # ptxas issues those loads after x's have returned unless a barrier keeps
                     tl.debug_barrier()  # them ahead of x's
-            rk = tl.arange(0, BLOCK_K)
             xf = tl.load(X + rk[None, :], mask=rk[None, :] < K, other=0.0).to(tl.float32)  # [1, BLOCK_K]
             if HAS_NORM:  # the exact form: eager's roundings, the whole row in one tile
                 rstd = tl.rsqrt(tl.sum(xf * xf, axis=1) / K + eps)
