@@ -799,8 +799,31 @@ case "${1:-}" in
   s50)  # (for session 50) the q/k/v PDL_PERSISTENT candidates without PREFETCH, those session 49 could not run too
     timeout 150 python3 benchmarks/probe_pdl_preload.py --pdl-candidates --table-as "NVIDIA H200" \
       --out "$OUT/pdl_candidates_s50.json" 2>&1 | grep -v Warn | grep -v '^{' | grep -E "^qkv|^o  *None|^o .*False, 4, 1, True, 8" ;;
+  s50b)  # one warp a program: the q/k/v and o PDL_PERSISTENT candidates of session 50
+    timeout 150 python3 benchmarks/probe_pdl_preload.py --pdl-candidates --table-as "NVIDIA H200" \
+      --out "$OUT/pdl_candidates_s50b.json" 2>&1 | grep -v Warn | grep -v '^{' | grep -E "^qkv|^o " ;;
+  s50c)  # the 1B q/k/v by part at the program-per-block configs, beside the session-45 probe kernel and read floor
+    timeout 200 python3 benchmarks/probe_pdl_preload.py --qkv-parts --table-as "NVIDIA H200" \
+      --entries "(4, 2048, False, 4, 1, True, 3)" "(2, 2048, False, 1, 1, True, 6)" "(4, 2048, False, 2, 1, True, 4)" \
+      --out "$OUT/pdl_qkv_parts_s50.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -26 ;;
+  s50d)  # (session 50) the 1B q/k/v's PDL_PERSISTENT entry (one warp a program): the PDL GEMV GPU tests, every
+          # shipped GEMV +/- PDL, the graphed HF decode GPU tests with PDL, then the 1B decode step with this tree and
+          # with the previous commit's package (benchmarks/_old: git archive b0f35bc), in turn
+    timeout 90 python3 -m pytest -q -p no:cacheprovider -p no:logging --tb=line -m gpu tests/kernels/test_gemv_kernel.py \
+      -k pdl 2>&1 | grep -E "^E |passed|failed|Error" | head -8
+    timeout 120 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b 8b --table-as "NVIDIA H200" \
+      --out "$OUT/pdl_shipped_s50.json" 2>&1 | grep -v Warn | grep -v '^{' | grep -E "^1b|^8b" | tail -30
+    timeout 90 python3 -m pytest -q -p no:cacheprovider -p no:logging --tb=line -m gpu tests/patterns/test_decode_gemv.py \
+      -k "hf_llama_decode and on-on-auto or compiled_inside_launches_with_pdl" 2>&1 | grep -E "^E |passed|failed|Error" | head -8
+    for ver in new old; do
+      PYTHONPATH=$(pythonpath $ver) timeout 130 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager \
+        --workloads decode-1024 --variants stock+cudagraphs fusion_passes+graphstep --budget-s 100 \
+        --out "$OUT/e2e_decode_s50_${ver}.json" 2>&1 | grep -v Warning | tail -3
+    done ;;
+  s50mma)  # (session 50) design 23: the GEMV on the tensor cores from the lanes' own loads (probe_mma_gemv.py)
+    timeout 400 python3 benchmarks/probe_mma_gemv.py --out "$OUT/mma_gemv_probe.json" 2>&1 | grep -v Warn | tail -30 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b|s49c|s50" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b|s49c|s50|s50b|s50c|s50d|s50mma" >&2
      exit 2 ;;
 esac

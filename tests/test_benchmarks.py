@@ -373,6 +373,31 @@ def test_split_gemv_probe_mma_design_runs_on_the_tensor_cores_for_hopper():
         assert "fma.rn.f32" not in asm["ptx"], xa  # no multiply-adds on the CUDA cores
 
 
+def test_mma_gemv_probe_takes_its_operands_from_the_lanes_loads_for_hopper():
+    """Design 23 as its docstring says, once compiled for sm_90: every weight load (evict-first, 16 bytes) before
+    griddepcontrol.wait, the dot on the tensor cores after it, and the [R, K/2] tile never converted to another
+    layout (no shared-memory round trip of the weights); a config whose lanes would hold under 8 int32 of a row
+    (the asm's pack: two rows summed as one) does not compile."""
+    hopper = pytest.importorskip("tests.kernels.test_compile_for_hopper")
+    import probe_mma_gemv
+
+    if hopper.GPUTarget is None or os.environ.get("TRITON_INTERPRET") == "1" or probe_mma_gemv.gdc_wait is None:
+        pytest.skip("needs triton's compiler with griddepcontrol")
+    types = {"x_ptr": "*bf16", "w_ptr": "*bf16", "nw_ptr": "*bf16", "out_ptr": "*bf16", "eps": "fp32"}
+    for rows, warps in probe_mma_gemv.CONFIGS:
+        consts = dict(K=2048, R=rows, NORM=True, PDL=True, NUM_WARPS=warps)
+        asm = hopper.compile_for_hopper(probe_mma_gemv.mma_gemv_kernel, types, consts, aligned=tuple(types)[:4],
+                                        num_warps=warps)
+        before, after = hopper.before_and_after_the_wait(asm["cubin"])
+        assert sum(s.startswith("LDG.E.EF.128") for s in before) == rows * 1024 // (4 * 32 * warps)
+        assert not any(s.startswith("LDG.E.EF") for s in after)
+        assert sum(s.startswith("HMMA") for s in after) == rows * 1024 // (2 * 32 * warps)  # 4 mmas a 8 int32
+        assert not [line for line in asm["ttgir"].splitlines() if "convert_layout" in line and "x1024x" in line]
+    with pytest.raises(Exception, match="8 int32"):
+        hopper.compile_for_hopper(probe_mma_gemv.mma_gemv_kernel, types,
+                                  dict(K=2048, R=8, NORM=False, PDL=True, NUM_WARPS=8), num_warps=8)
+
+
 def test_gemv_chain_bench_tiny_cpu(tmp_path):
     import bench_gemv_chain
 

@@ -117,7 +117,10 @@ PERSISTENT = {
 # 3.24 us (85.7 % of the copy bandwidth) against 3.89 for session 48's entry and 4.67 without one; the graphed 1B
 # decode step 0.983 ms pipelined (logs/s49_run7). Every q/k/v candidate was slower than its plain entry's PDL twin
 # (session 48: 2-8 pairs a block with PREFETCH, best 6.18 vs 5.49 us; session 49 without it: 5.56-6.00 vs 5.24),
-# so the q/k/v have none.
+# so the q/k/v have none. Session 50's one-warp program (two rotary pairs a block) was faster, 5.04-5.24 against
+# 5.23-5.30 us, but it sums each row in another order than the plain entry's four warps (the PDL launch would no
+# longer equal the plain one bit for bit), and as the plain entry too it is slower there (7.09 vs 6.68 us;
+# logs/s50_run6).
 PDL_PERSISTENT = {
     ("NVIDIA H200", "res", 2048, 2048, 0, 0): (2, 2048, False, 4, 1, True, 8),  # the 1B o: 3.24 vs 4.67 us
 }  # fmt: skip
