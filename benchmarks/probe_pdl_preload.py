@@ -6,6 +6,7 @@
                                                                   # the H200's table (e.g. on an H100)
     python benchmarks/probe_pdl_preload.py --pdl-candidates --table-as "NVIDIA H200"   # PDL_PERSISTENT candidates
     python benchmarks/probe_pdl_preload.py --qkv-parts --table-as "NVIDIA H200"   # the 1B q/k/v without norm / RoPE
+    python benchmarks/probe_pdl_preload.py --qkv-kv --table-as "NVIDIA H200"   # ... without / with the KV-cache write
     TRITON_INTERPRET=1 python benchmarks/probe_pdl_preload.py --tiny   # CPU: values only (PDL off)
 
 The small GEMVs that miss #8's per-GEMV target (1B q/k/v and o) cannot reach it as kernels that each start from
@@ -160,8 +161,9 @@ def qkv_weights(lin: Linear) -> tuple:
 
 def launch_shipped(lin: Linear, x, pdl: bool = False):
     """fusion_passes' decode_gemv as a decode step launches it (``pdl``: its PDL twin, as the passes launch it in a
-    graphed step): q/k/v with the norm and RoPE on q and k (three weights, row slices of W: one launch; the cache
-    write stays out, as by default), o and down with the residual, gate/up with the norm and silu * mul."""
+    graphed step): q/k/v with the norm and RoPE on q and k (three weights, row slices of W: one launch; without the
+    KV-cache write, which a step on CUDA folds in by default: ``launch_shipped_kv``), o and down with the residual,
+    gate/up with the norm and silu * mul."""
     from fusion_passes.kernels import gemv  # noqa: F401  (registers the ops)
     op = torch.ops.fusion_passes.decode_gemv_pdl if pdl else torch.ops.fusion_passes.decode_gemv
     if lin.res_on:
@@ -170,6 +172,24 @@ def launch_shipped(lin: Linear, x, pdl: bool = False):
         lin.out_shipped = op(x, lin.w, lin.u, None, lin.nw, 1e-5, 0.0, True, None, True)
     else:
         lin.out_shipped = op(x, *qkv_weights(lin), lin.nw, 1e-5, 0.0, True, None, False, lin.cos, lin.sin, lin.hd, 2)
+    return lin.out_shipped
+
+
+CACHE_LEN = 1024  # --qkv-kv: the static cache's length (positions), written at its middle
+
+
+def launch_shipped_kv(lin: Linear, x, pdl: bool = False):
+    """The q/k/v as a decode step on CUDA launches it by default (``FUSION_PASSES_DECODE_KV_WRITE=on``): the
+    ``launch_shipped`` q/k/v that also stores k and v into the layer's static caches [1, H_kv, CACHE_LEN, HD] at one
+    position read from a tensor (StaticCache's cumulative length: ``index_base``); gemv_table's "kv" form."""
+    from fusion_passes.kernels import gemv  # noqa: F401  (registers the ops)
+    op = torch.ops.fusion_passes.decode_gemv_kv_write_pdl if pdl else torch.ops.fusion_passes.decode_gemv_kv_write
+    if getattr(lin, "caches", None) is None:
+        heads = (lin.n - lin.k) // 2 // lin.hd
+        lin.caches = [torch.zeros(1, heads, CACHE_LEN, lin.hd, device=lin.w.device, dtype=lin.w.dtype) for _ in "kv"]
+        lin.position = torch.tensor([CACHE_LEN // 2], device=lin.w.device)
+    lin.out_shipped = op(x, *qkv_weights(lin), lin.nw, 1e-5, 0.0, True, lin.cos, lin.sin, lin.hd, 2, None,
+                         *lin.caches, lin.position, True)
     return lin.out_shipped
 
 
@@ -241,10 +261,21 @@ PDL_CANDIDATES = {
     # 5.04 / 5.08 us in four runs against 5.23-5.30 without an entry; 2-8 warps and a pair a block 5.16-6.08,
     # logs/s50_run0, s50_run1, s50_run6); but it sums each row in another order than the plain launch's 4 warps (the
     # shipped twin then differs in the last bit, s50_run5), and the plain launch at the same config takes 7.09 us
-    # against 6.68: not shipped. The plain time is printed beside each twin's.
-    "qkv": [(2, 2048, False, 1, 1, True, 6), (2, 2048, False, 1, 1, True, 8), (4, 2048, False, 2, 1, True, 4)],
+    # against 6.68: not shipped. The plain time is printed beside each twin's. A pair (PDL entry, plain entry) times
+    # the plain launches at a config of their own: one-warp persistent loops for the plain launch, which sum each
+    # row in the one-warp twin's order (a tile of whole rows: the lanes split K alike whatever the rows a block), so
+    # both could ship bit for bit alike (not measured yet: session 51)
+    "qkv": [(2, 2048, False, 1, 1, True, 6), (4, 2048, False, 2, 1, True, 4),
+            ((2, 2048, False, 1, 1, True, 6), (1, 2048, True, 1, 1, True, 4)),
+            ((2, 2048, False, 1, 1, True, 6), (1, 2048, True, 1, 1, True, 6)),
+            ((2, 2048, False, 1, 1, True, 6), (1, 2048, True, 1, 1, True, 3))],
     "o": [(2, 2048, False, 4, 1, True, 8)],
 }
+
+
+def candidate_entries(cand) -> tuple:
+    """(PDL entry, plain entry) of a PDL_CANDIDATES item: a pair as given, an entry for both, None for neither."""
+    return cand if cand is not None and isinstance(cand[0], tuple) else (cand, cand)
 
 
 # gemv_table's key (after the device name) of each linear PDL_CANDIDATES lists: the 1B q/k/v in the RoPE form, the o
@@ -265,11 +296,12 @@ def pdl_candidates(device_name: str, bw: float, layers: int, record) -> list[dic
         refs = [shipped_reference(lin, x) for lin, x in zip(lins, xs)]
         key = (device_name, *PDL_CANDIDATE_FORMS[linear])
         for cand in (None, *cands):
+            pdl_entry, plain_entry = candidate_entries(cand)
             pdl_table = {k: v for k, v in gemv_table.PDL_PERSISTENT.items() if k != key}
             table = gemv_table.PERSISTENT
             if cand is not None:
-                pdl_table[key] = cand
-                table = {**table, key: cand}  # the plain ops with the same config, for the check
+                pdl_table[key] = pdl_entry
+                table = {**table, key: plain_entry}  # the plain ops with their config, timed and for the check
             with gemv_tables(table, pdl_table):
                 us = time_graph(lambda: [launch_shipped(lin, x, True) for lin, x in zip(lins, xs)]) / len(lins)
                 us_plain = time_graph(lambda: [launch_shipped(lin, x, False) for lin, x in zip(lins, xs)]) / len(lins)
@@ -286,7 +318,7 @@ def pdl_candidates(device_name: str, bw: float, layers: int, record) -> list[dic
             summary.append(row)
     print(f"\ncopy bandwidth {bw:.2f} TB/s; PDL twins per persistent config (None: none for PDL launches)")
     for r in summary:
-        print(f"{r['chain']:4} {str(r['cfg']):36} {r['us_per_gemv']:7.2f} us {r['pct_copy_bw']:6.1f} %  "
+        print(f"{r['chain']:4} {str(r['cfg']):72} {r['us_per_gemv']:7.2f} us {r['pct_copy_bw']:6.1f} %  "
               f"plain {r['us_plain']:6.2f} us  "
               f"equal {r['equal']} finite {r['finite']} rel err {r['rel_err_vs_fp32']}")
     return summary
@@ -338,11 +370,45 @@ def qkv_parts(device_name: str, bw: float, layers: int, record, entries=()) -> l
     for r in (4, 8):
         cfg = dict(R=r, warps=4, pdl=True)
         row("probe+pdl", cfg, time_graph(lambda: [launch(lin, x, cfg) for lin, x in zip(lins, xs)]) / len(lins))
+    cfg = dict(R=8, warps=4, pdl=True)
     row("read+pdl", cfg, time_graph(lambda: [launch(lin, x, cfg, True) for lin, x in zip(lins, xs)]) / len(lins))
     print(f"\ncopy bandwidth {bw:.2f} TB/s; the 1B q/k/v by part (the table's config: {entry})")
     for r in summary:
         print(f"{r['variant']:16} {str(r['cfg']):36} {r['us_per_gemv']:7.2f} us {r['pct_copy_bw']:6.1f} %  "
               f"rel err {r['rel_err_vs_fp32']}")
+    return summary
+
+
+def qkv_kv(device_name: str, bw: float, layers: int, record) -> list[dict]:
+    """Chains of the 1B q/k/v in both of the table's forms a decode step uses, plain and as PDL twins with the
+    shipped tables: "rope" (what the other modes time) and "kv", which also writes k and v into the static caches
+    (the step's default on CUDA). Checks: each PDL twin equals its plain launch bit for bit (output and caches), and
+    the "kv" output equals the "rope" one."""
+    torch.manual_seed(0)
+    lins = [Linear("1b", "qkv", torch.device("cuda")) for _ in range(layers)]
+    xs, ideal = chain_inputs(lins), lins[0].bytes() / (bw * 1e12) * 1e6
+    summary, outs = [], {}
+    for form, launch_form in (("rope", launch_shipped), ("kv", launch_shipped_kv)):
+        for pdl in (False, True):
+            us = time_graph(lambda: [launch_form(lin, x, pdl) for lin, x in zip(lins, xs)]) / len(lins)
+            torch.cuda.synchronize()
+            outs[form, pdl] = [(launch_form(lin, x, pdl).clone(), *[c.clone() for c in getattr(lin, "caches", ())])
+                               for lin, x in zip(lins, xs)]
+            summary.append(dict(shape="1b", chain="qkv", variant=form + ("+pdl" if pdl else ""),
+                                us_per_gemv=round(us, 3), pct_copy_bw=round(100 * ideal / us, 1)))
+            record(**summary[-1])
+    equal = lambda a, b: all(torch.equal(t, u) for ta, tb in zip(a, b) for t, u in zip(ta, tb))  # noqa: E731
+    for form in ("rope", "kv"):
+        summary.append(dict(shape="1b", chain="qkv", check=f"{form}+pdl equals {form}",
+                            equal=equal(outs[form, True], outs[form, False])))
+        record(**summary[-1])
+    summary.append(dict(shape="1b", chain="qkv", check="kv's output equals rope's",
+                        equal=equal([o[:1] for o in outs["kv", False]], outs["rope", False])))
+    record(**summary[-1])
+    print(f"\ncopy bandwidth {bw:.2f} TB/s; the 1B q/k/v without and with the cache write")
+    for r in summary:
+        print(f"{r['variant']:10} {r['us_per_gemv']:7.2f} us {r['pct_copy_bw']:6.1f} %" if "variant" in r else
+              f"check: {r['check']}: {r['equal']}")
     return summary
 
 
@@ -416,6 +482,8 @@ def main() -> int:
                     help="only the PDL twins of the 1B q/k/v and o under each PDL_CANDIDATES config")
     ap.add_argument("--qkv-parts", action="store_true",
                     help="only the 1B q/k/v with / without its norm and RoPE, plain and PDL")
+    ap.add_argument("--qkv-kv", action="store_true",
+                    help="only the 1B q/k/v with and without the KV-cache write, plain and PDL")
     ap.add_argument("--entries", nargs="*", default=[], metavar="ENTRY",
                     help="with --qkv-parts: gemv_table entries to run as PDL twins too, e.g. '(4, 2048, False, 4, 1, "
                          "True, 3)'")
@@ -440,8 +508,10 @@ def main() -> int:
         rows.append(row)
         print(json.dumps(row), flush=True)
 
-    if args.pdl_candidates or args.qkv_parts:
-        if args.pdl_candidates:
+    if args.pdl_candidates or args.qkv_parts or args.qkv_kv:
+        if args.qkv_kv:
+            summary = qkv_kv(device_name, bw, args.layers, record)
+        elif args.pdl_candidates:
             summary = pdl_candidates(device_name, bw, args.layers, record)
         else:
             entries = [tuple(ast.literal_eval(e)) for e in args.entries]

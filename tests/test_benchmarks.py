@@ -312,6 +312,30 @@ def test_pdl_preload_probe_qkv_parts_compute_their_forms_interpreted():
     assert "same True errs True ['neither', 'norm', 'norm+rope', 'rope']" in run.stdout, run.stdout
 
 
+QKV_KV_CHECK = """
+import torch, probe_pdl_preload as p
+torch.manual_seed(0)
+lin = p.Linear("tiny", "qkv", torch.device("cpu"))
+y, y_kv = p.launch_shipped(lin, lin.x).clone(), p.launch_shipped_kv(lin, lin.x).clone()
+h, kv, pos = lin.k, (lin.n - lin.k) // 2, p.CACHE_LEN // 2
+k_cache, v_cache = lin.caches
+k_ok = torch.equal(k_cache[0, :, pos].reshape(-1), y_kv[0, h:h + kv]) and k_cache.count_nonzero() == kv
+v_ok = torch.equal(v_cache[0, :, pos].reshape(-1), y_kv[0, h + kv:]) and v_cache.count_nonzero() == kv
+print("close", p.rel_err(y_kv, y) < 0.01, "k", bool(k_ok), "v", bool(v_ok))
+"""
+
+
+def test_pdl_preload_probe_qkv_kv_writes_k_and_v_at_the_cache_position_interpreted():
+    """--qkv-kv's cache-writing launch computes the q/k/v of the plain launch and stores exactly its k and v
+    columns at the cache's middle position, nowhere else (the interpreter's tiny shape)."""
+    if reason := interpreter_blocker():
+        pytest.skip(reason)
+    run = subprocess.run([sys.executable, "-c", QKV_KV_CHECK], cwd=Path(__file__).parent.parent / "benchmarks",
+                         env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "close True k True v True" in run.stdout, run.stdout
+
+
 def test_pdl_preload_probe_requests_every_weight_row_before_the_wait_for_hopper():
     """What the probe measures holds in the sm_90 SASS: the program lets the next kernel launch (PREEXIT), issues
     all its weight loads (evict-first) before griddepcontrol.wait (ACQBULK), and every other load (x, the
@@ -337,9 +361,10 @@ def test_pdl_preload_probe_requests_every_weight_row_before_the_wait_for_hopper(
 
 
 def test_pdl_candidates_fit_their_register_caps_for_hopper():
-    """Each of the probe's PDL_PERSISTENT candidates, compiled for sm_90 as its PDL launch runs it, fits its register
-    cap without spilling, and a candidate without PREFETCH covers every block with programs that fit on 132 SMs at
-    once: a config that spills or runs a second wave would be timed for nothing."""
+    """Each of the probe's PDL_PERSISTENT candidates, compiled for sm_90 as its PDL launch runs it (and its plain
+    entry as the plain launch runs it), fits its register cap without spilling, and a candidate without PREFETCH
+    covers every block with programs that fit on 132 SMs at once: a config that spills or runs a second wave would
+    be timed for nothing."""
     hopper = pytest.importorskip("tests.kernels.test_compile_for_hopper")
     import probe_pdl_preload
 
@@ -351,11 +376,13 @@ def test_pdl_candidates_fit_their_register_caps_for_hopper():
         form, _, *widths = probe_pdl_preload.PDL_CANDIDATE_FORMS[linear]
         key = ("NVIDIA H200", *probe_pdl_preload.PDL_CANDIDATE_FORMS[linear])
         columns = sum(widths) // 2 if form == "rope" else widths[0]  # a RoPE block's column is a pair of rows
-        for entry in cands:
-            with probe_pdl_preload.gemv_tables(gemv_table.PERSISTENT, {key: entry}):
-                asm, config, _ = hopper.compile_persistent_entry((key, True))
-            assert hopper.registers_per_thread(asm["cubin"])[1] == 0, (linear, entry)
-            assert config["PREFETCH"] or 132 * config["PERSIST"] * config["BLOCK_N"] >= columns, entry
+        for cand in cands:
+            pdl_entry, plain_entry = probe_pdl_preload.candidate_entries(cand)
+            for entry, pdl in ((pdl_entry, True), (plain_entry, False)):
+                with probe_pdl_preload.gemv_tables({key: entry}, {key: entry}):
+                    asm, config, _ = hopper.compile_persistent_entry((key, pdl))
+                assert hopper.registers_per_thread(asm["cubin"])[1] == 0, (linear, entry, pdl)
+                assert config["PREFETCH"] or 132 * config["PERSIST"] * config["BLOCK_N"] >= columns, entry
 
 
 def test_split_gemv_probe_mma_design_runs_on_the_tensor_cores_for_hopper():
