@@ -135,6 +135,18 @@ OUT=${OUT:-benchmarks/results}
 EXIT_NOISE='Warning|^Exception ignored|^Traceback|^  File "|^KeyError'
 pythonpath() { case "$1" in new|table) echo . ;; *) echo "benchmarks/_$1:." ;; esac; }
 
+# decode_step_new_old TAG LIMIT BUDGET: the graphed 1B decode step (eager attention, stock beside it) with this tree,
+# then with the previous commit's package in benchmarks/_old, each within LIMIT s (bench_e2e's budget BUDGET s), into
+# e2e_decode_TAG_{new,old}.json
+decode_step_new_old() {
+  local tag=$1 limit=$2 budget=$3 ver
+  for ver in new old; do
+    PYTHONPATH=$(pythonpath $ver) timeout "$limit" python3 benchmarks/bench_e2e.py --model llama-1b --attn eager \
+      --workloads decode-1024 --variants stock+cudagraphs fusion_passes+graphstep --budget-s "$budget" \
+      --out "$OUT/e2e_decode_${tag}_${ver}.json" 2>&1 | grep -v Warning | tail -3
+  done
+}
+
 # sweep_configs NAME "VERSIONS" "MODELS" LIMIT LINES ARGS...: bench_gemv_configs ARGS per model and kernel version
 # (eight processes fill Triton's cache, then one times every config) into gemv_configs_NAME.json, VER and MODEL in
 # NAME replaced; prints the last LINES lines of each. No log file: the device tool returns only a few files.
@@ -780,11 +792,7 @@ case "${1:-}" in
       --out "$OUT/pdl_shipped_s49.json" 2>&1 | grep -v Warn | grep -v '^{' | grep -E "^1b|^8b" | tail -30
     timeout 90 python3 -m pytest -q -p no:cacheprovider -p no:logging --tb=line -m gpu tests/patterns/test_decode_gemv.py \
       -k "hf_llama_decode and on-on-auto or compiled_inside_launches_with_pdl" 2>&1 | grep -E "^E |passed|failed|Error" | head -8
-    for ver in new old; do
-      PYTHONPATH=$(pythonpath $ver) timeout 140 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager \
-        --workloads decode-1024 --variants stock+cudagraphs fusion_passes+graphstep --budget-s 110 \
-        --out "$OUT/e2e_decode_s49_${ver}.json" 2>&1 | grep -v Warning | tail -3
-    done ;;
+    decode_step_new_old s49 140 110 ;;
   s49b)  # (session 49) after s49: the graphed HF decode GPU tests with PDL and the DeBERTa one; the PDL_PERSISTENT
           # candidates again (the first block's epilogue operands now come beside x); the kernel tests on CUDA
     timeout 200 python3 -m pytest -q -p no:cacheprovider -p no:logging --tb=line -m gpu tests/patterns/test_decode_gemv.py \
@@ -815,11 +823,7 @@ case "${1:-}" in
       --out "$OUT/pdl_shipped_s50.json" 2>&1 | grep -v Warn | grep -v '^{' | grep -E "^1b|^8b" | tail -30
     timeout 90 python3 -m pytest -q -p no:cacheprovider -p no:logging --tb=line -m gpu tests/patterns/test_decode_gemv.py \
       -k "hf_llama_decode and on-on-auto or compiled_inside_launches_with_pdl" 2>&1 | grep -E "^E |passed|failed|Error" | head -8
-    for ver in new old; do
-      PYTHONPATH=$(pythonpath $ver) timeout 130 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager \
-        --workloads decode-1024 --variants stock+cudagraphs fusion_passes+graphstep --budget-s 100 \
-        --out "$OUT/e2e_decode_s50_${ver}.json" 2>&1 | grep -v Warning | tail -3
-    done ;;
+    decode_step_new_old s50 130 100 ;;
   s50mma)  # (session 50) design 23: the GEMV on the tensor cores from the lanes' own loads (probe_mma_gemv.py)
     timeout 400 python3 benchmarks/probe_mma_gemv.py --out "$OUT/mma_gemv_probe.json" 2>&1 | grep -v Warn | tail -30 ;;
   s51)  # (for session 51) the 1B q/k/v without and with the KV-cache write (the step's form on CUDA), plain and PDL;

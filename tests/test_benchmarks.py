@@ -289,6 +289,17 @@ def test_pdl_preload_probe_kernel_matches_torch_tiny_interpreted():
         assert run.stdout.count(f"tiny {linear} ") >= 8, run.stdout  # R 1..16 (where it divides N) x 4 / 8 warps
 
 
+def interpreted_check(script: str) -> str:
+    """stdout of ``script`` run with the probes importable (cwd benchmarks/) under TRITON_INTERPRET=1; skips where
+    the interpreter cannot run, fails if the script does."""
+    if reason := interpreter_blocker():
+        pytest.skip(reason)
+    run = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parent.parent / "benchmarks",
+                         env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    return run.stdout
+
+
 QKV_PARTS_CHECK = """
 import torch, probe_pdl_preload as p
 torch.manual_seed(0)
@@ -304,12 +315,8 @@ print("same", same, "errs", max(errs.values()) < 0.02, sorted(errs))
 def test_pdl_preload_probe_qkv_parts_compute_their_forms_interpreted():
     """--qkv-parts' launches (the q/k/v kernel with its norm and RoPE each on or off, at one table config) compute
     each form as torch does, and the full form equals the shipped op bit for bit (the interpreter's tiny shape)."""
-    if reason := interpreter_blocker():
-        pytest.skip(reason)
-    run = subprocess.run([sys.executable, "-c", QKV_PARTS_CHECK], cwd=Path(__file__).parent.parent / "benchmarks",
-                         env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    assert "same True errs True ['neither', 'norm', 'norm+rope', 'rope']" in run.stdout, run.stdout
+    out = interpreted_check(QKV_PARTS_CHECK)
+    assert "same True errs True ['neither', 'norm', 'norm+rope', 'rope']" in out, out
 
 
 QKV_KV_CHECK = """
@@ -328,12 +335,8 @@ print("close", p.rel_err(y_kv, y) < 0.01, "k", bool(k_ok), "v", bool(v_ok))
 def test_pdl_preload_probe_qkv_kv_writes_k_and_v_at_the_cache_position_interpreted():
     """--qkv-kv's cache-writing launch computes the q/k/v of the plain launch and stores exactly its k and v
     columns at the cache's middle position, nowhere else (the interpreter's tiny shape)."""
-    if reason := interpreter_blocker():
-        pytest.skip(reason)
-    run = subprocess.run([sys.executable, "-c", QKV_KV_CHECK], cwd=Path(__file__).parent.parent / "benchmarks",
-                         env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    assert "close True k True v True" in run.stdout, run.stdout
+    out = interpreted_check(QKV_KV_CHECK)
+    assert "close True k True v True" in out, out
 
 
 def test_pdl_preload_probe_requests_every_weight_row_before_the_wait_for_hopper():
