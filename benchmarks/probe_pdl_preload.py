@@ -6,7 +6,8 @@
                                                                   # the H200's table (e.g. on an H100)
     python benchmarks/probe_pdl_preload.py --pdl-candidates --table-as "NVIDIA H200"   # PDL_PERSISTENT candidates
     python benchmarks/probe_pdl_preload.py --qkv-parts --table-as "NVIDIA H200"   # the 1B q/k/v without norm / RoPE
-    python benchmarks/probe_pdl_preload.py --qkv-kv --table-as "NVIDIA H200"   # ... without / with the KV-cache write
+    python benchmarks/probe_pdl_preload.py --qkv-kv --shapes 1b 8b --table-as "NVIDIA H200"  # ... without / with the
+                                                                                             # KV-cache write
     TRITON_INTERPRET=1 python benchmarks/probe_pdl_preload.py --tiny   # CPU: values only (PDL off)
 
 The small GEMVs that miss #8's per-GEMV target (1B q/k/v and o) cannot reach it as kernels that each start from
@@ -263,8 +264,9 @@ PDL_CANDIDATES = {
     # shipped twin then differs in the last bit, s50_run5), and the plain launch at the same config takes 7.09 us
     # against 6.68: not shipped. The plain time is printed beside each twin's. A pair (PDL entry, plain entry) times
     # the plain launches at a config of their own: one-warp persistent loops for the plain launch, which sum each
-    # row in the one-warp twin's order (a tile of whole rows: the lanes split K alike whatever the rows a block), so
-    # both could ship bit for bit alike (not measured yet: session 51)
+    # row in the one-warp twin's order (a tile of whole rows: the lanes split K alike whatever the rows a block).
+    # Session 51 (logs/s51_run0): they do, the twins equal those plain launches bit for bit, 5.03-5.08 us against
+    # 5.28 without an entry; but the one-warp plain loops take 7.44-8.34 us against the plain entry's 6.79: not shipped
     "qkv": [(2, 2048, False, 1, 1, True, 6), (4, 2048, False, 2, 1, True, 4),
             ((2, 2048, False, 1, 1, True, 6), (1, 2048, True, 1, 1, True, 4)),
             ((2, 2048, False, 1, 1, True, 6), (1, 2048, True, 1, 1, True, 6)),
@@ -379,36 +381,39 @@ def qkv_parts(device_name: str, bw: float, layers: int, record, entries=()) -> l
     return summary
 
 
-def qkv_kv(device_name: str, bw: float, layers: int, record) -> list[dict]:
-    """Chains of the 1B q/k/v in both of the table's forms a decode step uses, plain and as PDL twins with the
+def qkv_kv(device_name: str, bw: float, layers: int, record, shapes=("1b",)) -> list[dict]:
+    """Chains of each shape's q/k/v in both of the table's forms a decode step uses, plain and as PDL twins with the
     shipped tables: "rope" (what the other modes time) and "kv", which also writes k and v into the static caches
     (the step's default on CUDA). Checks: each PDL twin equals its plain launch bit for bit (output and caches), and
     the "kv" output equals the "rope" one."""
-    torch.manual_seed(0)
-    lins = [Linear("1b", "qkv", torch.device("cuda")) for _ in range(layers)]
-    xs, ideal = chain_inputs(lins), lins[0].bytes() / (bw * 1e12) * 1e6
-    summary, outs = [], {}
-    for form, launch_form in (("rope", launch_shipped), ("kv", launch_shipped_kv)):
-        for pdl in (False, True):
-            us = time_graph(lambda: [launch_form(lin, x, pdl) for lin, x in zip(lins, xs)]) / len(lins)
-            torch.cuda.synchronize()
-            outs[form, pdl] = [(launch_form(lin, x, pdl).clone(), *[c.clone() for c in getattr(lin, "caches", ())])
-                               for lin, x in zip(lins, xs)]
-            summary.append(dict(shape="1b", chain="qkv", variant=form + ("+pdl" if pdl else ""),
-                                us_per_gemv=round(us, 3), pct_copy_bw=round(100 * ideal / us, 1)))
-            record(**summary[-1])
+    summary = []
     equal = lambda a, b: all(torch.equal(t, u) for ta, tb in zip(a, b) for t, u in zip(ta, tb))  # noqa: E731
-    for form in ("rope", "kv"):
-        summary.append(dict(shape="1b", chain="qkv", check=f"{form}+pdl equals {form}",
-                            equal=equal(outs[form, True], outs[form, False])))
-        record(**summary[-1])
-    summary.append(dict(shape="1b", chain="qkv", check="kv's output equals rope's",
-                        equal=equal([o[:1] for o in outs["kv", False]], outs["rope", False])))
-    record(**summary[-1])
-    print(f"\ncopy bandwidth {bw:.2f} TB/s; the 1B q/k/v without and with the cache write")
-    for r in summary:
-        print(f"{r['variant']:10} {r['us_per_gemv']:7.2f} us {r['pct_copy_bw']:6.1f} %" if "variant" in r else
-              f"check: {r['check']}: {r['equal']}")
+    for shape in shapes:
+        torch.manual_seed(0)
+        lins = [Linear(shape, "qkv", torch.device("cuda")) for _ in range(layers)]
+        xs, ideal = chain_inputs(lins), lins[0].bytes() / (bw * 1e12) * 1e6
+        rows, outs = [], {}
+        for form, launch_form in (("rope", launch_shipped), ("kv", launch_shipped_kv)):
+            for pdl in (False, True):
+                us = time_graph(lambda: [launch_form(lin, x, pdl) for lin, x in zip(lins, xs)]) / len(lins)
+                torch.cuda.synchronize()
+                outs[form, pdl] = [(launch_form(lin, x, pdl).clone(), *[c.clone() for c in getattr(lin, "caches", ())])
+                                   for lin, x in zip(lins, xs)]
+                rows.append(dict(shape=shape, chain="qkv", variant=form + ("+pdl" if pdl else ""),
+                                 us_per_gemv=round(us, 3), pct_copy_bw=round(100 * ideal / us, 1)))
+                record(**rows[-1])
+        for form in ("rope", "kv"):
+            rows.append(dict(shape=shape, chain="qkv", check=f"{form}+pdl equals {form}",
+                             equal=equal(outs[form, True], outs[form, False])))
+            record(**rows[-1])
+        rows.append(dict(shape=shape, chain="qkv", check="kv's output equals rope's",
+                         equal=equal([o[:1] for o in outs["kv", False]], outs["rope", False])))
+        record(**rows[-1])
+        print(f"\ncopy bandwidth {bw:.2f} TB/s; the {shape.upper()} q/k/v without and with the cache write")
+        for r in rows:
+            print(f"{r['variant']:10} {r['us_per_gemv']:7.2f} us {r['pct_copy_bw']:6.1f} %" if "variant" in r else
+                  f"check: {r['check']}: {r['equal']}")
+        summary += rows
     return summary
 
 
@@ -483,7 +488,7 @@ def main() -> int:
     ap.add_argument("--qkv-parts", action="store_true",
                     help="only the 1B q/k/v with / without its norm and RoPE, plain and PDL")
     ap.add_argument("--qkv-kv", action="store_true",
-                    help="only the 1B q/k/v with and without the KV-cache write, plain and PDL")
+                    help="only the q/k/v (of --shapes) with and without the KV-cache write, plain and PDL")
     ap.add_argument("--entries", nargs="*", default=[], metavar="ENTRY",
                     help="with --qkv-parts: gemv_table entries to run as PDL twins too, e.g. '(4, 2048, False, 4, 1, "
                          "True, 3)'")
@@ -510,7 +515,7 @@ def main() -> int:
 
     if args.pdl_candidates or args.qkv_parts or args.qkv_kv:
         if args.qkv_kv:
-            summary = qkv_kv(device_name, bw, args.layers, record)
+            summary = qkv_kv(device_name, bw, args.layers, record, args.shapes)
         elif args.pdl_candidates:
             summary = pdl_candidates(device_name, bw, args.layers, record)
         else:

@@ -120,7 +120,8 @@ PERSISTENT = {
 # so the q/k/v have none. Session 50's one-warp program (two rotary pairs a block) was faster, 5.04-5.24 against
 # 5.23-5.30 us, but it sums each row in another order than the plain entry's four warps (the PDL launch would no
 # longer equal the plain one bit for bit), and as the plain entry too it is slower there (7.09 vs 6.68 us;
-# logs/s50_run6).
+# logs/s50_run6). With a one-warp persistent loop as the plain entry the twin does equal it bit for bit (session 51,
+# logs/s51_run0: 5.03-5.08 vs 5.28 us), but those loops take 7.44-8.34 us against 6.79 for the plain entry's.
 PDL_PERSISTENT = {
     ("NVIDIA H200", "res", 2048, 2048, 0, 0): (2, 2048, False, 4, 1, True, 8),  # the 1B o: 3.24 vs 4.67 us
 }  # fmt: skip
