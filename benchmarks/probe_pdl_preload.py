@@ -8,6 +8,8 @@
     python benchmarks/probe_pdl_preload.py --qkv-parts --table-as "NVIDIA H200"   # the 1B q/k/v without norm / RoPE
     python benchmarks/probe_pdl_preload.py --qkv-kv --shapes 1b 8b --table-as "NVIDIA H200"  # ... without / with the
                                                                                              # KV-cache write
+    python benchmarks/probe_pdl_preload.py --marginal --shapes 1b 8b --table-as "NVIDIA H200"  # each linear's cost
+                                                                                  # inside the layer chain
     TRITON_INTERPRET=1 python benchmarks/probe_pdl_preload.py --tiny   # CPU: values only (PDL off)
 
 The small GEMVs that miss #8's per-GEMV target (1B q/k/v and o) cannot reach it as kernels that each start from
@@ -417,6 +419,43 @@ def qkv_kv(device_name: str, bw: float, layers: int, record, shapes=("1b",)) -> 
     return summary
 
 
+def marginal(device_name: str, bw: float, layers: int, record, shapes=("1b",)) -> list[dict]:
+    """Each linear's cost inside the layer, not in a chain of its own twins: the shipped layer chain (q/k/v in the
+    step's cache-writing form -> o -> gate/up -> down, as a graphed step launches it: the first GEMV plainly, every
+    later one as its PDL twin) timed whole and without that linear, the difference per layer. A small GEMV behind a
+    large one has the large one's tail to hide its wait behind; behind its own twin it has only a small tail."""
+    summary = []
+    for shape in shapes:
+        torch.manual_seed(0)
+        chains = {linear: [Linear(shape, linear, torch.device("cuda")) for _ in range(layers)] for linear in LINEARS}
+        launch_of = {linear: launch_shipped_kv if linear == "qkv" else launch_shipped for linear in LINEARS}
+
+        def layer_us(linears: tuple) -> float:
+            layer = [(chains[linear][i], launch_of[linear]) for i in range(layers) for linear in linears]
+            xs = chain_inputs([lin for lin, _ in layer])
+            return time_graph(lambda: [go(lin, x, j > 0) for j, ((lin, go), x) in enumerate(zip(layer, xs))]) / layers
+
+        whole = layer_us(LINEARS)
+        layer_bytes = sum(chains[linear][0].bytes() for linear in LINEARS)
+        row = dict(shape=shape, chain="layer", variant="shipped+pdl, kv", us_per_layer=round(whole, 3),
+                   pct_copy_bw=round(100 * layer_bytes / (bw * 1e12) * 1e6 / whole, 1))
+        record(**row)
+        summary.append(row)
+        for linear in LINEARS:
+            us = whole - layer_us(tuple(other for other in LINEARS if other != linear))
+            ideal = chains[linear][0].bytes() / (bw * 1e12) * 1e6
+            row = dict(shape=shape, chain=linear, variant="marginal in the layer", us_per_gemv=round(us, 3),
+                       pct_copy_bw=round(100 * ideal / us, 1))
+            record(**row)
+            summary.append(row)
+        print(f"\ncopy bandwidth {bw:.2f} TB/s; the {shape.upper()} layer, and what each linear adds to it")
+        for r in summary:
+            if r["shape"] == shape:
+                us = r.get("us_per_gemv", r.get("us_per_layer"))
+                print(f"{r['chain']:8} {r['variant']:22} {us:8.2f} us {r['pct_copy_bw']:6.1f} %")
+    return summary
+
+
 def configs(lin: Linear, pdl: bool):
     for r in (1, 2, 4, 8, 16):
         for warps in (2, 4, 8):
@@ -489,6 +528,8 @@ def main() -> int:
                     help="only the 1B q/k/v with / without its norm and RoPE, plain and PDL")
     ap.add_argument("--qkv-kv", action="store_true",
                     help="only the q/k/v (of --shapes) with and without the KV-cache write, plain and PDL")
+    ap.add_argument("--marginal", action="store_true",
+                    help="only each linear's cost inside the shipped layer chain (the layer with and without it)")
     ap.add_argument("--entries", nargs="*", default=[], metavar="ENTRY",
                     help="with --qkv-parts: gemv_table entries to run as PDL twins too, e.g. '(4, 2048, False, 4, 1, "
                          "True, 3)'")
@@ -513,8 +554,10 @@ def main() -> int:
         rows.append(row)
         print(json.dumps(row), flush=True)
 
-    if args.pdl_candidates or args.qkv_parts or args.qkv_kv:
-        if args.qkv_kv:
+    if args.pdl_candidates or args.qkv_parts or args.qkv_kv or args.marginal:
+        if args.marginal:
+            summary = marginal(device_name, bw, args.layers, record, args.shapes)
+        elif args.qkv_kv:
             summary = qkv_kv(device_name, bw, args.layers, record, args.shapes)
         elif args.pdl_candidates:
             summary = pdl_candidates(device_name, bw, args.layers, record)
