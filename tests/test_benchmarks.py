@@ -339,6 +339,35 @@ def test_pdl_preload_probe_qkv_kv_writes_k_and_v_at_the_cache_position_interpret
     assert "close True k True v True" in out, out
 
 
+def test_pdl_preload_probe_marginal_takes_one_linear_out_of_the_layer_at_a_time(monkeypatch):
+    """--marginal's arithmetic, with a clock that counts launches: the whole layer launches the four linears (the
+    q/k/v in its cache-writing form, the chain's first GEMV plainly and every later one as its PDL twin); the layer
+    without a linear launches the other three, so each linear adds one launch a layer."""
+    import probe_pdl_preload as p
+
+    class Named(str):  # a linear that only knows its name and its bytes
+        def bytes(self):
+            return 1
+
+    launches = []
+    monkeypatch.setattr(p, "Linear", lambda shape, linear, device: Named(linear))
+    monkeypatch.setattr(p, "chain_inputs", lambda lins: [None] * len(lins))
+    monkeypatch.setattr(p, "launch_shipped", lambda lin, x, pdl=False: launches.append((lin, "plain", pdl)))
+    monkeypatch.setattr(p, "launch_shipped_kv", lambda lin, x, pdl=False: launches.append((lin, "kv", pdl)))
+
+    def clock(step):
+        launches.clear()
+        step()
+        assert [pdl for _, _, pdl in launches] == [False] + [True] * (len(launches) - 1)
+        assert all((form == "kv") == (lin == "qkv") for lin, form, _ in launches)
+        return float(len(launches))
+
+    monkeypatch.setattr(p, "time_graph", clock)
+    rows = p.marginal("cpu", 1e-6, 3, lambda **row: None, shapes=("tiny",))
+    assert [(r["chain"], r.get("us_per_gemv", r.get("us_per_layer"))) for r in rows] == [
+        ("layer", 4.0), ("qkv", 1.0), ("o", 1.0), ("gate_up", 1.0), ("down", 1.0)]
+
+
 def test_pdl_preload_probe_requests_every_weight_row_before_the_wait_for_hopper():
     """What the probe measures holds in the sm_90 SASS: the program lets the next kernel launch (PREEXIT), issues
     all its weight loads (evict-first) before griddepcontrol.wait (ACQBULK), and every other load (x, the
