@@ -10,6 +10,8 @@
                                                                                              # KV-cache write
     python benchmarks/probe_pdl_preload.py --marginal --shapes 1b 8b --table-as "NVIDIA H200"  # each linear's cost
                                                                                   # inside the layer chain
+    python benchmarks/probe_pdl_preload.py --kv-stores --shapes 1b 8b --table-as "NVIDIA H200"  # the cache-writing
+                                                                   # q/k/v with and without k/v in its output
     TRITON_INTERPRET=1 python benchmarks/probe_pdl_preload.py --tiny   # CPU: values only (PDL off)
 
 The small GEMVs that miss #8's per-GEMV target (1B q/k/v and o) cannot reach it as kernels that each start from
@@ -419,6 +421,58 @@ def qkv_kv(device_name: str, bw: float, layers: int, record, shapes=("1b",)) -> 
     return summary
 
 
+def launch_kv_unset_y(lin: Linear, x, pdl: bool = False):
+    """``launch_shipped_kv``'s launch with ``cached_y=False``: k and v go to the caches only, their columns of the
+    output stay unset (a decode step reads them from the caches). Same config (the table's), into ``lin.out_kv``."""
+    from fusion_passes.kernels import gemv
+
+    if getattr(lin, "caches", None) is None:
+        launch_shipped_kv(lin, x)  # makes the caches and the position
+    if getattr(lin, "out_kv", None) is None:
+        lin.out_kv = torch.zeros(x.shape[0], lin.n, device=x.device, dtype=x.dtype)
+    gemv._launch(x, *qkv_weights(lin), lin.nw, 1e-5, 0.0, True, None, False, lin.out_kv, lin.cos, lin.sin, lin.hd, 2,
+                 caches=(None, *lin.caches), cache_index=lin.position, index_base=True, pdl_launch=pdl,
+                 cached_y=False)
+    return lin.out_kv
+
+
+def kv_stores(device_name: str, bw: float, layers: int, record, shapes=("1b",)) -> list[dict]:
+    """The q/k/v in the step's cache-writing form, as shipped and with the cached outputs (k, v) left out of the
+    output (``cached_y=False``), plain and as PDL twins. Checks: the q columns and the caches equal the shipped
+    launch's bit for bit."""
+    summary = []
+    for shape in shapes:
+        torch.manual_seed(0)
+        lins = [Linear(shape, "qkv", torch.device("cuda")) for _ in range(layers)]
+        xs, ideal = chain_inputs(lins), lins[0].bytes() / (bw * 1e12) * 1e6
+        rows, outs = [], {}
+        for form, launch_form in (("kv", launch_shipped_kv), ("kv, k/v only cached", launch_kv_unset_y)):
+            for pdl in (False, True):
+                us = time_graph(lambda: [launch_form(lin, x, pdl) for lin, x in zip(lins, xs)]) / len(lins)
+                torch.cuda.synchronize()
+                for lin in lins:
+                    for c in lin.caches:
+                        c.zero_()
+                outs[form, pdl] = [(launch_form(lin, x, pdl)[:, :lin.k].clone(), *[c.clone() for c in lin.caches])
+                                   for lin, x in zip(lins, xs)]
+                rows.append(dict(shape=shape, chain="qkv", variant=form + ("+pdl" if pdl else ""),
+                                 us_per_gemv=round(us, 3), pct_copy_bw=round(100 * ideal / us, 1)))
+                record(**rows[-1])
+        base = outs["kv", False]
+        for key, got in outs.items():
+            if key != ("kv", False):
+                same = all(torch.equal(t, u) for a, b in zip(got, base) for t, u in zip(a, b))
+                rows.append(dict(shape=shape, chain="qkv", check=f"{key[0]}{'+pdl' if key[1] else ''}: q and the "
+                                 "caches equal kv's", equal=same))
+                record(**rows[-1])
+        print(f"\ncopy bandwidth {bw:.2f} TB/s; the {shape.upper()} q/k/v writing the caches, k/v in the output or not")
+        for r in rows:
+            print(f"{r['variant']:26} {r['us_per_gemv']:7.2f} us {r['pct_copy_bw']:6.1f} %" if "variant" in r else
+                  f"check: {r['check']}: {r['equal']}")
+        summary += rows
+    return summary
+
+
 def marginal(device_name: str, bw: float, layers: int, record, shapes=("1b",)) -> list[dict]:
     """Each linear's cost inside the layer, not in a chain of its own twins: the shipped layer chain (q/k/v in the
     step's cache-writing form -> o -> gate/up -> down, as a graphed step launches it: the first GEMV plainly, every
@@ -528,6 +582,8 @@ def main() -> int:
                     help="only the 1B q/k/v with / without its norm and RoPE, plain and PDL")
     ap.add_argument("--qkv-kv", action="store_true",
                     help="only the q/k/v (of --shapes) with and without the KV-cache write, plain and PDL")
+    ap.add_argument("--kv-stores", action="store_true",
+                    help="only the q/k/v's cache-writing form with and without k/v in its output, plain and PDL")
     ap.add_argument("--marginal", action="store_true",
                     help="only each linear's cost inside the shipped layer chain (the layer with and without it)")
     ap.add_argument("--entries", nargs="*", default=[], metavar="ENTRY",
@@ -554,8 +610,10 @@ def main() -> int:
         rows.append(row)
         print(json.dumps(row), flush=True)
 
-    if args.pdl_candidates or args.qkv_parts or args.qkv_kv or args.marginal:
-        if args.marginal:
+    if args.pdl_candidates or args.qkv_parts or args.qkv_kv or args.marginal or args.kv_stores:
+        if args.kv_stores:
+            summary = kv_stores(device_name, bw, args.layers, record, args.shapes)
+        elif args.marginal:
             summary = marginal(device_name, bw, args.layers, record, args.shapes)
         elif args.qkv_kv:
             summary = qkv_kv(device_name, bw, args.layers, record, args.shapes)

@@ -842,8 +842,21 @@ case "${1:-}" in
       timeout 150 python3 benchmarks/probe_pdl_preload.py --marginal --shapes 1b 8b --table-as "NVIDIA H200" \
         --out "$OUT/pdl_marginal_$i.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -14
     done ;;
+  s52)  # (session 52) the q/k/v's cache stores by branch, not by mask: the previous commit's package (benchmarks/_old)
+        # and this one in alternation (--qkv-kv), then k/v left out of the output (--kv-stores), then the kv tests
+    for i in 1 2; do
+      for ver in old new; do
+        echo "== $ver $i"
+        PYTHONPATH=$(pythonpath $ver) timeout 120 python3 benchmarks/probe_pdl_preload.py --qkv-kv --shapes 1b 8b \
+          --table-as "NVIDIA H200" --out "$OUT/pdl_qkv_kv_${ver}_$i.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -16
+      done
+      timeout 120 python3 benchmarks/probe_pdl_preload.py --kv-stores --shapes 1b 8b --table-as "NVIDIA H200" \
+        --out "$OUT/pdl_kv_stores_$i.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -20
+    done
+    timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_gemv_kernel.py -k "kv_write or bias" 2>&1 \
+      | tee "$OUT/kv_tests.log" | tail -3 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b|s49c|s50|s50b|s50c|s50d|s50mma|s51|s51b|s51c" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b|s49c|s50|s50b|s50c|s50d|s50mma|s51|s51b|s51c|s52" >&2
      exit 2 ;;
 esac

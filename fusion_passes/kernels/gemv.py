@@ -201,13 +201,34 @@ if triton is not None:
         ok = mask & ((pos >= 0) & (pos < cache_len))[:, None]
         off = ((rm // seq_len).to(tl.int64) * sc_b + pos * sc_l)[:, None] + \
             ((cols // HEAD_DIM).to(tl.int64) * sc_h + (cols % HEAD_DIM).to(tl.int64) * sc_d)[None, :]
-        which = (cols * 0 + w_idx)[None, :]  # a vector, not the scalar: Triton's interpreter masks with no scalar
+        # a block is one output's columns, so a branch on w_idx picks its one store (masked stores to every cache
+        # issued each one's instructions in every block)
         if CACHE_MASK & 1:
-            tl.store(C0 + off, y, mask=ok & (which == 0))
+            if w_idx == 0:
+                tl.store(C0 + off, y, mask=ok)
         if CACHE_MASK & 2:
-            tl.store(C1 + off, y, mask=ok & (which == 1))
+            if w_idx == 1:
+                tl.store(C1 + off, y, mask=ok)
         if CACHE_MASK & 4:
-            tl.store(C2 + off, y, mask=ok & (which == 2))
+            if w_idx == 2:
+                tl.store(C2 + off, y, mask=ok)
+
+    @triton.jit
+    def _store_y(ptrs, v, mask, w_idx, CACHE_MASK: tl.constexpr, CACHED_Y: tl.constexpr):
+        """v into Y at ``ptrs`` unless CACHED_Y is off and block output w_idx is a cached one (its only reader was
+        the cache update the kernel makes)."""
+        if CACHED_Y or CACHE_MASK == 0:
+            tl.store(ptrs, v, mask=mask)
+        else:
+            keep = w_idx >= 0
+            if CACHE_MASK & 1:
+                keep = keep & (w_idx != 0)
+            if CACHE_MASK & 2:
+                keep = keep & (w_idx != 1)
+            if CACHE_MASK & 4:
+                keep = keep & (w_idx != 2)
+            if keep:
+                tl.store(ptrs, v, mask=mask)
 
     @triton.jit
     def _weight_block(pid, W0, W1, W2, N0, N1, N2, CONCAT_W: tl.constexpr, PAIR: tl.constexpr,
@@ -300,7 +321,7 @@ if triton is not None:
     def _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, r, c1, s1, c2, s2, Y, C0, C1, C2,
                   stride_y, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d, SILU_MUL: tl.constexpr,
                   GELU_TANH: tl.constexpr, HAS_RES: tl.constexpr, BIAS_MASK: tl.constexpr, ROPE: tl.constexpr,
-                  ROPE_DIM: tl.constexpr, CACHE_MASK: tl.constexpr, HEAD_DIM: tl.constexpr):
+                  ROPE_DIM: tl.constexpr, CACHE_MASK: tl.constexpr, HEAD_DIM: tl.constexpr, CACHED_Y: tl.constexpr):
         """From the fp32 dot products y (and y_u: the up projection's, or the pair's other half) [BLOCK_M, BLOCK_N]
         of one column block to its stored outputs: bias, rounding, silu * up, residual, rope, cache and y stores
         (r, c1, s1, c2, s2: ``_epilogue_loads``)."""
@@ -337,14 +358,15 @@ if triton is not None:
             rotate = w_idx < rope_weights
             y = tl.where(rotate, ra, y)
             y2 = tl.where(rotate, rb, y2)
-            tl.store(Y + rm[:, None] * stride_y + (col0 + rn + half)[None, :], y2, mask=out_mask)
+            _store_y(Y + rm[:, None] * stride_y + (col0 + rn + half)[None, :], y2, out_mask, w_idx, CACHE_MASK,
+                     CACHED_Y)
         if CACHE_MASK != 0:
             _store_cache_rows(C0, C1, C2, pos, y, rn, w_idx, rm, out_mask, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d,
                               CACHE_MASK, HEAD_DIM)
             if ROPE:
                 _store_cache_rows(C0, C1, C2, pos, y2, rn + ROPE_DIM // 2, w_idx, rm, out_mask, seq_len, cache_len,
                                   sc_b, sc_h, sc_l, sc_d, CACHE_MASK, HEAD_DIM)
-        tl.store(Y + rm[:, None] * stride_y + (col0 + rn)[None, :], y, mask=out_mask)
+        _store_y(Y + rm[:, None] * stride_y + (col0 + rn)[None, :], y, out_mask, w_idx, CACHE_MASK, CACHED_Y)
 
     @triton.jit
     def _gemv_kernel(
@@ -396,6 +418,7 @@ if triton is not None:
         ROPE_DIM: tl.constexpr,  # columns per rotated head (0 without rope)
         HEAD_DIM: tl.constexpr,  # HD: cache head h holds output columns h * HD .. (h + 1) * HD (1 without caches)
         IDX_BASE: tl.constexpr,  # the positions are IDX[0] + s, s < S (else IDX[s])
+        CACHED_Y: tl.constexpr,  # cached outputs (CACHE_MASK) are stored into Y too (else their Y columns are unset)
         BLOCK_M: tl.constexpr,
         BLOCK_N: tl.constexpr,
         BLOCK_K: tl.constexpr,
@@ -488,7 +511,7 @@ if triton is not None:
                 r, c1, s1, c2, s2 = epi
                 _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, r, c1, s1, c2, s2, Y, C0, C1,
                           C2, stride_y, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d, SILU_MUL, GELU_TANH,
-                          HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
+                          HAS_RES, BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM, CACHED_Y)
                 if PDL:
                     epi = _block_epilogue_loads(blk_id + step, W0, W1, W2, N0, N1, N2, K, R, COS, SIN, rm, m_ok,
                                                 stride_r, stride_cs, CONCAT_W, PAIR, ROPE, ROPE_DIM, SILU_MUL,
@@ -508,7 +531,7 @@ if triton is not None:
                                                 ROPE, ROPE_DIM)
             _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, r, c1, s1, c2, s2, Y, C0, C1, C2,
                       stride_y, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d, SILU_MUL, GELU_TANH, HAS_RES,
-                      BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM)
+                      BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM, CACHED_Y)
 
     @triton.jit
     def _load_block(W0, W1, W2, N0, N1, N2, blk_id, K, CONCAT_W: tl.constexpr, PAIR: tl.constexpr,
@@ -715,11 +738,12 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
             rope_cos=None, rope_sin=None, rope_dim=0, rope_weights=0, prefetch: Optional[bool] = None,
             caches=(None, None, None), cache_index=None, index_base: bool = False,
             config: Optional[dict] = None, biases=(None, None, None), gelu_tanh: bool = False,
-            pdl_launch: bool = False):
+            pdl_launch: bool = False, cached_y: bool = True):
     """Launch the kernel into ``y``; ``config`` (BLOCK_N, BLOCK_K, PREFETCH, num_warps, num_stages) skips the
     autotuner (the interpreter always does: it would time every config), and then the compiled kernel is returned
     (its ``n_regs`` and ``n_spills``, for the benchmarks). ``pdl_launch``: launched by Triton's launcher with
-    programmatic dependent launch where the GPU has it (``kernels.pdl``), never through ``wrap_triton``."""
+    programmatic dependent launch where the GPU has it (``kernels.pdl``), never through ``wrap_triton``.
+    ``cached_y`` False: the columns of outputs written into a cache are left unset in ``y``."""
     m, k = x.shape
     concat = 1 if (silu_mul or residual is not None) else 1 + (w1 is not None) + (w2 is not None)
     n0 = w0.shape[0]
@@ -753,6 +777,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         ROPE_DIM=rope_dim if rope else 0,
         HEAD_DIM=head_dim,
         IDX_BASE=index_base,
+        CACHED_Y=cached_y,
         BLOCK_M=_block_m(int(m)),
         IEEE_F32=ieee_fp32_dot(x.dtype),
         PDL=launch_pdl,

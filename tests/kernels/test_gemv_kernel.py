@@ -490,6 +490,38 @@ def test_kv_write_from_a_base_position(batch, seq, base, shape, dtype, loop, mon
         assert torch.equal(c, e)
 
 
+@kernel_test
+@pytest.mark.parametrize("batch, seq", [(1, 1), (2, 1)])
+@pytest.mark.parametrize("rope", [True, False])
+@pytest.mark.parametrize("loop", ["tiled", "persistent", "persistent-one"])
+def test_kv_write_can_leave_the_cached_outputs_out_of_y(batch, seq, rope, loop, monkeypatch):
+    """``cached_y=False``: k and v reach the caches only; q's columns and the caches are what the shipped launch
+    leaves, bit for bit, and k/v's columns of y are not written (they keep a sentinel)."""
+    _force_loop(monkeypatch, loop, batch * seq)
+    torch.manual_seed(0)
+    dtype, k, d, heads, kv_heads, length = torch.float32, 64, 16, 4, 2, 8
+    rows = batch * seq
+    x = torch.randn(rows, k, dtype=dtype, device=DEVICE)
+    wq, wk, wv = (torch.randn(h * d, k, dtype=dtype, device=DEVICE) / k**0.5 for h in (heads, kv_heads, kv_heads))
+    cos, sin = (f(torch.rand(rows, d, device=DEVICE) * 6).to(dtype) if rope else None for f in (torch.cos, torch.sin))
+    rope_args = (cos, sin, d, 2) if rope else (None, None, 0, 0)
+    pos = torch.tensor([3], device=DEVICE)
+    caches = [torch.zeros(batch, kv_heads, length, d, dtype=dtype, device=DEVICE) for _ in range(2)]
+    full = torch.ops.fusion_passes.decode_gemv_kv_write(x, wq, wk, wv, None, 1e-6, 0.0, True, *rope_args, None,
+                                                        *caches, pos)
+    expected = [c.clone() for c in caches]
+    for c in caches:
+        c.zero_()
+    y = torch.full_like(full, 12345.0)
+    gemv._launch(x, wq, wk, wv, None, 1e-6, 0.0, True, None, False, y, *rope_args, caches=(None, *caches),
+                 cache_index=pos, cached_y=False)
+    q = heads * d
+    assert torch.equal(y[:, :q], full[:, :q])
+    assert bool((y[:, q:] == 12345.0).all())  # k and v: not stored
+    for c, e in zip(caches, expected):
+        assert torch.equal(c, e) and bool(e.abs().sum() > 0)
+
+
 def test_kv_write_checks_the_cache_shapes():
     x, w = torch.randn(2, 8), torch.randn(16, 8)
     pos = torch.tensor([0])
