@@ -907,8 +907,9 @@ def decode_gemv(
 
 def _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, rope_cos, rope_sin, rope_dim,
          rope_weights, caches=(None, None, None), cache_index=None, index_base=False,
-         biases=(None, None, None), gelu_tanh=False) -> torch.Tensor:
-    """Every op's body: the kernel on CUDA (or in the interpreter), else the torch reference."""
+         biases=(None, None, None), gelu_tanh=False, cached_y=True) -> torch.Tensor:
+    """Every op's body: the kernel on CUDA (or in the interpreter), else the torch reference (which sets every
+    column of y: ``cached_y`` only lets the kernel skip some)."""
     if rope_weights and (silu_mul or residual is not None or rope_dim % 2
                          or any(w is not None and w.shape[0] % rope_dim for w in (w0, w1, w2))):
         raise ValueError("decode_gemv: rope needs concatenated outputs whose widths are multiples of an even rope_dim")
@@ -932,7 +933,7 @@ def _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu
     y = torch.empty((x.shape[0], _out_width(w0, w1, w2, residual, silu_mul)), dtype=x.dtype, device=x.device)
     _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, silu_mul, y, rope_cos, rope_sin,
             rope_dim, rope_weights, caches=caches, cache_index=cache_index, index_base=index_base, biases=biases,
-            gelu_tanh=gelu_tanh, pdl_launch=_PDL_LAUNCH.get())
+            gelu_tanh=gelu_tanh, pdl_launch=_PDL_LAUNCH.get(), cached_y=cached_y)
     return y
 
 
@@ -989,6 +990,7 @@ def decode_gemv_kv_write(
     bias0: Optional[torch.Tensor] = None,
     bias1: Optional[torch.Tensor] = None,
     bias2: Optional[torch.Tensor] = None,
+    cached_y: bool = True,
 ) -> torch.Tensor:
     """``decode_gemv`` with concatenated outputs (q/k/v) that also stores output i's heads into the KV cache
     cache_i [B, H_i, L, HD] at the positions cache_index [S] (rows m = b * S + s), the update HF's StaticCache
@@ -996,16 +998,19 @@ def decode_gemv_kv_write(
     With ``index_base`` cache_index is one integer p (shape [] or [1]) and the positions are p + arange(S), S = M / B
     (StaticCache's ``arange(S) + cumulative_length``, read by the kernel instead of computed by one of its own).
     Returns y [M, sum N_i] (bias_i added to output i, as in ``decode_gemv``); the caches are written in place
-    (every cache has one layout)."""
+    (every cache has one layout). ``cached_y=False``: the columns of the outputs written into a cache may be left
+    unset in y (for a caller that reads them from the caches only: on the 1B q/k/v with PDL 5.42 -> 5.33 us,
+    ``logs/s52_run1``)."""
     caches = (cache0, cache1, cache2)
     _check_cache_args(x, (w0, w1, w2), caches, cache_index, index_base)
     return _run(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, None, False, rope_cos, rope_sin, rope_dim,
-                rope_weights, caches, cache_index, index_base, biases=(bias0, bias1, bias2))
+                rope_weights, caches, cache_index, index_base, biases=(bias0, bias1, bias2), cached_y=cached_y)
 
 
 @decode_gemv_kv_write.register_fake
 def _kv_write_fake(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, rope_cos, rope_sin, rope_dim, rope_weights,
-                   cache0, cache1, cache2, cache_index, index_base=False, bias0=None, bias1=None, bias2=None):
+                   cache0, cache1, cache2, cache_index, index_base=False, bias0=None, bias1=None, bias2=None,
+                   cached_y=True):
     return x.new_empty((x.shape[0], _out_width(w0, w1, w2, None, False)))
 
 

@@ -23,7 +23,8 @@ On CUDA (``FUSION_PASSES_DECODE_KV_WRITE=off`` leaves it out) the same GEMV also
 StaticCache's caches, the update that follows the projections:
 
     k_cache = index_put(k_cache, [None, None, cache_position], k_embed)      # same for v; [B, H_kv, L, D]
-    # after: the kernel writes the rotated k and the v heads at cache_position; reinplacing makes it in place
+    # after: the kernel writes the rotated k and the v heads at cache_position; reinplacing makes it in place;
+    # where the update is their only reader, qkv's k and v columns are left unset (cached_y=False)
     qkv = decode_gemv_kv_write(h, Wq, Wk, Wv, ..., None, k_cache, v_cache, cache_position)
     # StaticCache's positions, cache_position = iota(S) + cumulative_length: the kernel reads the base itself
     qkv = decode_gemv_kv_write(h, Wq, Wk, Wv, ..., None, k_cache, v_cache, cumulative_length, index_base=True)
@@ -325,6 +326,7 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx, tables: dict) -> None:
     # concatenated outputs take their biases into the kernel (added before the rotation, one rounding as addmm)
     biases = [None] * 3 if gated is not None else [*[lin.bias for lin in lins], *[None] * (3 - len(lins))]
     rope_args = rope_args or [None, None, 0, 0]
+    cached_y = True
     pdl_launch = _pdl_launch(norm.x, ctx, params=[norm.weight])
     with graph.inserting_after(anchor):
         if writes:
@@ -335,8 +337,10 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx, tables: dict) -> None:
             base = _position_base(index)
             position = [base, True] if base is not None else [index, False]
             op = gemv.PDL_TWINS[_KV_OP] if pdl_launch else _KV_OP
+            # k / v whose heads only the cache update reads need not be stored into y as well
+            cached_y = not all(w.only_reader for w in writes if w)
             outs, inserted = graph_utils.insert_traced(
-                graph, op, _without_defaults(op, [*args, *caches, *position, *biases]),
+                graph, op, _without_defaults(op, [*args, *caches, *position, *biases, cached_y]),
                 written=("Y", "C0", "C1", "C2"), mutated=mutated)
         else:
             gelu = gated is not None and gated[3] == "gelu_tanh"
@@ -360,6 +364,7 @@ def _fuse_norm(graph: fx.Graph, mean: fx.Node, ctx, tables: dict) -> None:
         epilogue = "concatenated outputs" + (f", bias on {n_biases}" if n_biases else "")
         epilogue += f", rope on {len(chains)} (head dim {chains[0].dim})" if chains else ""
         epilogue += f", kv-cache write of {len(cached)}" if cached else ""
+        epilogue += " (cached heads not stored to the output)" if cached and not cached_y else ""
         rope_nodes = [n for c in chains for n in c.interior]
         ctx.matched([*replaced, *rope_nodes, *(w.update for w in cached)], inserted, anchor=lins[0].mm,
                     detail={**detail, "epilogue": epilogue},
@@ -510,6 +515,7 @@ class _CacheWrite:
     update: fx.Node
     cache: fx.Node
     index: fx.Node
+    only_reader: bool  # the update is the heads' one user: once the cache holds them, nothing reads them from y
 
 
 def _cache_write(value: fx.Node) -> _CacheWrite | None:
@@ -534,7 +540,7 @@ def _cache_write(value: fx.Node) -> _CacheWrite | None:
             continue
         if val(cache).device != val(value).device or idx.device != val(value).device:
             continue
-        return _CacheWrite(user, cache, index)
+        return _CacheWrite(user, cache, index, only_reader=sole_user(value) is user)
     return None
 
 

@@ -529,12 +529,14 @@ def test_cuda_rewrite_traces_the_kernel_and_reads_the_weights_in_place():
     assert [k.kwargs["tensors_to_clone"] for k in kernels] == [[], []]
 
 
-def _attention_layer(positions="shared", accumulate=False, rope=True, heads=4, kv_heads=2, d=16, bias=False):
+def _attention_layer(positions="shared", accumulate=False, rope=True, heads=4, kv_heads=2, d=16, bias=False,
+                     heads_read=False):
     """An HF Llama attention block's projections at decode, as in the post-grad graph: RMSNorm -> q/k/v -> RoPE
     on q/k -> StaticCache's update of both caches (functional index_put + copy_ back into the graph inputs).
     Returns (fn, its argument shapes). ``positions``: "shared" (one index tensor), "base" (HF StaticCache's
     ``arange(S) + cumulative_length``), "separate" (k and v at different index tensors), "from_k" (the positions
-    computed from k itself). ``bias``: q/k/v have biases (Qwen2), three more arguments."""
+    computed from k itself). ``bias``: q/k/v have biases (Qwen2), three more arguments. ``heads_read``: the output
+    reads v's heads too, not only the caches."""
     b, s, k = 1, 1, 64
 
     def rotate_half(x):  # narrow, not [..., a:b]: tensor indexing is unavailable on fake CUDA in a CPU build
@@ -556,6 +558,8 @@ def _attention_layer(positions="shared", accumulate=False, rope=True, heads=4, k
         k2 = aten.index_put.default(kc, [None, None, pos], key, accumulate)
         v2 = aten.index_put.default(vc, [None, None, pos_v if positions == "separate" else pos], v, accumulate)
         out = q.sum() + k2.sum() + v2.sum()  # the attention reads the updated caches
+        if heads_read:
+            out = out + v.sum()
         aten.copy_.default(kc, k2)
         aten.copy_.default(vc, v2)
         return out
@@ -588,10 +592,12 @@ def test_cuda_kv_cache_write_in_the_qkv_epilogue(monkeypatch, rope, mask, bias):
     fn, shapes = _attention_layer(bias=bias)
     gm, rec = apply_on_fake_cuda(decode_gemv, fn, *shapes)
     [m] = rec.matches
-    assert m.detail["epilogue"].endswith(f"kv-cache write of {bin(mask).count('1')}")
+    assert m.detail["epilogue"].endswith(f"kv-cache write of {bin(mask).count('1')} (cached heads not stored to "
+                                         "the output)")
     kernel = _qkv_kernel(gm)
     args, inputs = kernel.kwargs["kwargs"], {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
     assert args["CACHE_MASK"] == mask and args["IDX"] is inputs["pos_1"]
+    assert args["CACHED_Y"] is False  # only the caches are read: the kernel leaves k / v out of its output
     assert args["BIAS_MASK"] == (7 if bias else 0) and ("bias on 3" in m.detail["epilogue"]) == bias
     if bias:
         assert [args[f"B{i}"] for i in range(3)] == [inputs[f"{n}_1"] for n in ("bq", "bk", "bv")]
@@ -604,6 +610,21 @@ def test_cuda_kv_cache_write_in_the_qkv_epilogue(monkeypatch, rope, mask, bias):
     reinplace_inplaceable_ops_core(gm.graph)
     assert kernel.kwargs["tensors_to_clone"] == []
     assert not [n for n in gm.graph.nodes if op_name(n) == "aten.copy_"]  # every cache written in place
+
+
+def test_cuda_kv_cache_write_keeps_heads_in_the_output_that_something_else_reads(monkeypatch):
+    """Where v's heads have a reader besides the cache update, the kernel still stores the cached outputs into y
+    (``CACHED_Y``) and that reader gets y's v columns: compiled on fake CUDA, the graph's value for it is a slice of
+    the kernel's Y."""
+    monkeypatch.setenv(decode_gemv.KV_WRITE_POLICY_ENV, "on")
+    fn, shapes = _attention_layer(heads_read=True)
+    gm, rec = apply_on_fake_cuda(decode_gemv, fn, *shapes)
+    [m] = rec.matches
+    assert m.detail["epilogue"].endswith("kv-cache write of 2")
+    kernel = _qkv_kernel(gm)
+    assert kernel.kwargs["kwargs"]["CACHE_MASK"] == 6 and kernel.kwargs["kwargs"]["CACHED_Y"] is True
+    slices = [n for n in gm.graph.nodes if op_name(n) == "aten.slice" and n.users]
+    assert [(n.args[2], n.args[3]) for n in slices if n.args[2] >= 64] == [(96, 128)]  # v's columns, read
 
 
 def test_cuda_kv_cache_write_reads_static_cache_positions_from_their_base(monkeypatch):
@@ -903,6 +924,9 @@ def test_gpu_hf_llama_decode(monkeypatch, mode, rope, kv, pdl_policy, batch):
         f"{[(n.pattern, n.reason) for r in recs for n in r.near_misses]}; errors: {[e for r in recs for e in r.errors]}")
     assert sum("rope on 2" in m.detail.get("epilogue", "") for m in matches(recs)) == (2 if rope == "on" else 0)
     assert sum("kv-cache write of 2" in m.detail.get("epilogue", "") for m in matches(recs)) == (2 if kv == "on" else 0)
+    # HF's StaticCache reads k and v back from the caches only: the kernel leaves them out of its output
+    assert sum("cached heads not stored" in m.detail.get("epilogue", "") for m in matches(recs)) == (
+        2 if kv == "on" else 0)
     with_pdl = pdl_policy == "auto" and pdl.supported(torch.device("cuda"))
     assert [m.detail.get("launch") for m in matches(recs)].count("pdl") == (len(matches(recs)) - 1 if with_pdl else 0)
     before, after = ops_of(recs, "before"), ops_of(recs, "after")
