@@ -385,38 +385,60 @@ def qkv_parts(device_name: str, bw: float, layers: int, record, entries=()) -> l
     return summary
 
 
+def qkv_forms(shape: str, bw: float, layers: int, record, forms: dict, kept) -> tuple[list[dict], dict]:
+    """Chains of ``shape``'s q/k/v launched by each of ``forms`` (name -> launch(lin, x, pdl)), plain and as PDL
+    twins: rows of µs per GEMV (recorded), and per (name, pdl) what ``kept(lin, out)`` keeps of each layer's launch
+    (after the caches, if any, are zeroed), for the caller's checks."""
+    torch.manual_seed(0)
+    lins = [Linear(shape, "qkv", torch.device("cuda")) for _ in range(layers)]
+    xs, ideal = chain_inputs(lins), lins[0].bytes() / (bw * 1e12) * 1e6
+    rows, outs = [], {}
+    for form, launch_form in forms.items():
+        for pdl in (False, True):
+            us = time_graph(lambda: [launch_form(lin, x, pdl) for lin, x in zip(lins, xs)]) / len(lins)
+            torch.cuda.synchronize()
+            for c in (c for lin in lins for c in getattr(lin, "caches", ())):
+                c.zero_()
+            outs[form, pdl] = [kept(lin, launch_form(lin, x, pdl)) for lin, x in zip(lins, xs)]
+            rows.append(dict(shape=shape, chain="qkv", variant=form + ("+pdl" if pdl else ""),
+                             us_per_gemv=round(us, 3), pct_copy_bw=round(100 * ideal / us, 1)))
+            record(**rows[-1])
+    return rows, outs
+
+
+def check_row(rows: list[dict], record, shape: str, check: str, equal: bool) -> None:
+    rows.append(dict(shape=shape, chain="qkv", check=check, equal=equal))
+    record(**rows[-1])
+
+
+def print_qkv_rows(rows: list[dict], title: str) -> None:
+    print(f"\n{title}")
+    for r in rows:
+        print(f"{r['variant']:26} {r['us_per_gemv']:7.2f} us {r['pct_copy_bw']:6.1f} %" if "variant" in r else
+              f"check: {r['check']}: {r['equal']}")
+
+
+def equal_outputs(a: list[tuple], b: list[tuple]) -> bool:
+    """Each layer's kept tensors equal bit for bit."""
+    return all(torch.equal(t, u) for ta, tb in zip(a, b) for t, u in zip(ta, tb))
+
+
 def qkv_kv(device_name: str, bw: float, layers: int, record, shapes=("1b",)) -> list[dict]:
     """Chains of each shape's q/k/v in both of the table's forms a decode step uses, plain and as PDL twins with the
     shipped tables: "rope" (what the other modes time) and "kv", which also writes k and v into the static caches
     (the step's default on CUDA). Checks: each PDL twin equals its plain launch bit for bit (output and caches), and
     the "kv" output equals the "rope" one."""
     summary = []
-    equal = lambda a, b: all(torch.equal(t, u) for ta, tb in zip(a, b) for t, u in zip(ta, tb))  # noqa: E731
     for shape in shapes:
-        torch.manual_seed(0)
-        lins = [Linear(shape, "qkv", torch.device("cuda")) for _ in range(layers)]
-        xs, ideal = chain_inputs(lins), lins[0].bytes() / (bw * 1e12) * 1e6
-        rows, outs = [], {}
-        for form, launch_form in (("rope", launch_shipped), ("kv", launch_shipped_kv)):
-            for pdl in (False, True):
-                us = time_graph(lambda: [launch_form(lin, x, pdl) for lin, x in zip(lins, xs)]) / len(lins)
-                torch.cuda.synchronize()
-                outs[form, pdl] = [(launch_form(lin, x, pdl).clone(), *[c.clone() for c in getattr(lin, "caches", ())])
-                                   for lin, x in zip(lins, xs)]
-                rows.append(dict(shape=shape, chain="qkv", variant=form + ("+pdl" if pdl else ""),
-                                 us_per_gemv=round(us, 3), pct_copy_bw=round(100 * ideal / us, 1)))
-                record(**rows[-1])
+        rows, outs = qkv_forms(shape, bw, layers, record, {"rope": launch_shipped, "kv": launch_shipped_kv},
+                               lambda lin, y: (y.clone(), *[c.clone() for c in getattr(lin, "caches", ())]))
         for form in ("rope", "kv"):
-            rows.append(dict(shape=shape, chain="qkv", check=f"{form}+pdl equals {form}",
-                             equal=equal(outs[form, True], outs[form, False])))
-            record(**rows[-1])
-        rows.append(dict(shape=shape, chain="qkv", check="kv's output equals rope's",
-                         equal=equal([o[:1] for o in outs["kv", False]], outs["rope", False])))
-        record(**rows[-1])
-        print(f"\ncopy bandwidth {bw:.2f} TB/s; the {shape.upper()} q/k/v without and with the cache write")
-        for r in rows:
-            print(f"{r['variant']:10} {r['us_per_gemv']:7.2f} us {r['pct_copy_bw']:6.1f} %" if "variant" in r else
-                  f"check: {r['check']}: {r['equal']}")
+            check_row(rows, record, shape, f"{form}+pdl equals {form}",
+                      equal_outputs(outs[form, True], outs[form, False]))
+        check_row(rows, record, shape, "kv's output equals rope's",
+                  equal_outputs([o[:1] for o in outs["kv", False]], outs["rope", False]))
+        print_qkv_rows(rows, f"copy bandwidth {bw:.2f} TB/s; the {shape.upper()} q/k/v without and with the "
+                             "cache write")
         summary += rows
     return summary
 
@@ -442,33 +464,15 @@ def kv_stores(device_name: str, bw: float, layers: int, record, shapes=("1b",)) 
     launch's bit for bit."""
     summary = []
     for shape in shapes:
-        torch.manual_seed(0)
-        lins = [Linear(shape, "qkv", torch.device("cuda")) for _ in range(layers)]
-        xs, ideal = chain_inputs(lins), lins[0].bytes() / (bw * 1e12) * 1e6
-        rows, outs = [], {}
-        for form, launch_form in (("kv", launch_shipped_kv), ("kv, k/v only cached", launch_kv_unset_y)):
-            for pdl in (False, True):
-                us = time_graph(lambda: [launch_form(lin, x, pdl) for lin, x in zip(lins, xs)]) / len(lins)
-                torch.cuda.synchronize()
-                for lin in lins:
-                    for c in lin.caches:
-                        c.zero_()
-                outs[form, pdl] = [(launch_form(lin, x, pdl)[:, :lin.k].clone(), *[c.clone() for c in lin.caches])
-                                   for lin, x in zip(lins, xs)]
-                rows.append(dict(shape=shape, chain="qkv", variant=form + ("+pdl" if pdl else ""),
-                                 us_per_gemv=round(us, 3), pct_copy_bw=round(100 * ideal / us, 1)))
-                record(**rows[-1])
-        base = outs["kv", False]
-        for key, got in outs.items():
-            if key != ("kv", False):
-                same = all(torch.equal(t, u) for a, b in zip(got, base) for t, u in zip(a, b))
-                rows.append(dict(shape=shape, chain="qkv", check=f"{key[0]}{'+pdl' if key[1] else ''}: q and the "
-                                 "caches equal kv's", equal=same))
-                record(**rows[-1])
-        print(f"\ncopy bandwidth {bw:.2f} TB/s; the {shape.upper()} q/k/v writing the caches, k/v in the output or not")
-        for r in rows:
-            print(f"{r['variant']:26} {r['us_per_gemv']:7.2f} us {r['pct_copy_bw']:6.1f} %" if "variant" in r else
-                  f"check: {r['check']}: {r['equal']}")
+        rows, outs = qkv_forms(shape, bw, layers, record,
+                               {"kv": launch_shipped_kv, "kv, k/v only cached": launch_kv_unset_y},
+                               lambda lin, y: (y[:, :lin.k].clone(), *[c.clone() for c in lin.caches]))
+        for (form, pdl), got in outs.items():
+            if (form, pdl) != ("kv", False):
+                check_row(rows, record, shape, f"{form}{'+pdl' if pdl else ''}: q and the caches equal kv's",
+                          equal_outputs(got, outs["kv", False]))
+        print_qkv_rows(rows, f"copy bandwidth {bw:.2f} TB/s; the {shape.upper()} q/k/v writing the caches, k/v in "
+                             "the output or not")
         summary += rows
     return summary
 

@@ -339,6 +339,30 @@ def test_pdl_preload_probe_qkv_kv_writes_k_and_v_at_the_cache_position_interpret
     assert "close True k True v True" in out, out
 
 
+QKV_FORMS_CHECK = """
+import torch, probe_pdl_preload as p
+torch.cuda.synchronize = lambda: None
+p.time_graph = lambda step: (step(), 1.0)[1]
+make = p.Linear
+p.Linear = lambda shape, linear, device: make(shape, linear, torch.device("cpu"))
+rows = []
+p.qkv_kv("cpu", 1.0, 2, lambda **row: rows.append(row), shapes=("tiny",))
+p.kv_stores("cpu", 1.0, 2, lambda **row: rows.append(row), shapes=("tiny",))
+print("variants", [r["variant"] for r in rows if "variant" in r])
+print("checks", len([r for r in rows if "check" in r]), all(r["equal"] for r in rows if "check" in r))
+"""
+
+
+def test_pdl_preload_probe_qkv_forms_check_what_they_launch_interpreted():
+    """--qkv-kv's and --kv-stores' chains (the shared ``qkv_forms``) on the interpreter's tiny shape, a clock that
+    only runs each step: every form plain and PDL, and every bit-for-bit check holds (PDL is off there, so twins
+    are plain launches; k/v left out of y keeps q and the caches as shipped)."""
+    out = interpreted_check(QKV_FORMS_CHECK)
+    assert ("variants ['rope', 'rope+pdl', 'kv', 'kv+pdl', 'kv', 'kv+pdl', 'kv, k/v only cached', "
+            "'kv, k/v only cached+pdl']") in out, out
+    assert "checks 6 True" in out, out
+
+
 def test_pdl_preload_probe_marginal_takes_one_linear_out_of_the_layer_at_a_time(monkeypatch):
     """--marginal's arithmetic, with a clock that counts launches: the whole layer launches the four linears (the
     q/k/v in its cache-writing form, the chain's first GEMV plainly and every later one as its PDL twin); the layer
