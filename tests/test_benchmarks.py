@@ -363,6 +363,23 @@ def test_pdl_preload_probe_qkv_forms_check_what_they_launch_interpreted():
     assert "checks 6 True" in out, out
 
 
+L2_AHEAD_CHECK = QKV_FORMS_CHECK.split("rows = []")[0] + """rows = []
+p.l2_ahead("cpu", 1.0, 2, lambda **row: rows.append(row), shapes=("tiny",))
+print("variants", [r["variant"] for r in rows if "variant" in r])
+print("checks", [(r["check"], r["equal"]) for r in rows if "check" in r])
+"""
+
+
+def test_pdl_preload_probe_l2_ahead_checks_every_candidate_against_the_shipped_launch_interpreted():
+    """--l2-ahead's chains on the interpreter's tiny shape: the shipped step form and each candidate entry, plain and
+    PDL, and each checked bit for bit against the shipped plain launch (q and both caches)."""
+    out = interpreted_check(L2_AHEAD_CHECK)
+    cand = "(1, 64, True, 4, 1, True, 2, 1, True)"
+    assert f"variants ['shipped', 'shipped+pdl', '{cand}', '{cand}+pdl']" in out, out
+    assert (f"checks [('shipped+pdl equals shipped', True), ('{cand} equals shipped', True), "
+            f"('{cand}+pdl equals shipped', True)]") in out, out
+
+
 def test_pdl_preload_probe_marginal_takes_one_linear_out_of_the_layer_at_a_time(monkeypatch):
     """--marginal's arithmetic, with a clock that counts launches: the whole layer launches the four linears (the
     q/k/v in its cache-writing form, the chain's first GEMV plainly and every later one as its PDL twin); the layer
