@@ -225,8 +225,10 @@ def shipped_reference(lin: Linear, x, norm: bool = True, rope: bool = True) -> t
 # "+pdl-plain": without PDL_PERSISTENT (the PDL twins run the plain launches' entries, as before session 48);
 # "+pdl2": two blocks before the wait (PDL_PRELOAD 2) in the entries where that compiles without spills (the q/k/v
 # forms, the 8B o); "+pdl2+persist": also a persistent entry (two blocks) for the 1B o, which has only a tiled one.
+# "+pdl+l2": every persistent loop's later blocks requested into L2 before the wait (PDL_L2, design 24, --l2-ahead).
 SHIPPED = {"shipped": (False, None), "shipped+pdl": (True, None), "shipped+pdl-plain": (True, "nopdlentries"),
-           "shipped+pdl2": (True, "preload2"), "shipped+pdl2+persist": (True, "persist")}
+           "shipped+pdl2": (True, "preload2"), "shipped+pdl2+persist": (True, "persist"),
+           "shipped+pdl+l2": (True, "l2")}
 PRELOAD2 = {("rope", 2048, 2048, 512, 512), ("kv", 2048, 2048, 512, 512), ("rope", 4096, 4096, 1024, 1024),
             ("kv", 4096, 4096, 1024, 1024), ("res", 4096, 4096, 0, 0)}
 EXTRA_PERSISTENT = {("res", 2048, 2048, 0, 0): (1, 2048, True, 4, 1, True, 6, 2)}
@@ -246,11 +248,14 @@ def gemv_tables(persistent: dict, pdl_persistent: dict):
 
 
 def shipped_tables(change, device_name: str):
-    """``gemv_tables`` with PERSISTENT changed as ``change`` says; every change but None also empties
+    """``gemv_tables`` with PERSISTENT changed as ``change`` says; every change but None and "l2" also empties
     PDL_PERSISTENT ("nopdlentries" only that: PDL launches run the plain entries)."""
     from fusion_passes.kernels import gemv_table
 
     table = dict(gemv_table.PERSISTENT)
+    if change == "l2":  # the persistent loops (PREFETCH) only: a program for every block has no later block
+        table = {key: (*entry[:7], (entry + (1,))[7], True) if entry[2] else entry for key, entry in table.items()}
+        return gemv_tables(table, gemv_table.PDL_PERSISTENT)
     if change in ("preload2", "persist"):
         table = {key: (*entry[:7], 2) if key[1:] in PRELOAD2 else entry for key, entry in table.items()}
     if change == "persist":
