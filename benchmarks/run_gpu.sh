@@ -864,7 +864,7 @@ case "${1:-}" in
     timeout 240 python3 benchmarks/probe_pdl_preload.py --l2-ahead --shapes 1b 8b --table-as "NVIDIA H200" \
       --out "$OUT/pdl_l2_ahead_1.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -26
     timeout 260 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b --table-as "NVIDIA H200" \
-      --out "$OUT/pdl_shipped_l2_1b.json" 2>&1 | grep -v Warn | grep '"check"\|"layer"\|shipped' | cut -c1-230 | tail -40 ;;
+      --out "$OUT/pdl_shipped_l2_1b.json" 2>&1 | grep -v Warn | grep -v '^{' | cut -c1-160 | tail -62 ;;
   s53b)  # (session 53) the graphed 1B decode step with this tree and with benchmarks/_old (the commit before k/v left
          # out of the q/k/v's output)
     decode_step_new_old s53 150 110 ;;
