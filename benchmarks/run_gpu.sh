@@ -861,9 +861,9 @@ case "${1:-}" in
       -k "test_gpu_hf_llama_decode and (on-on-auto or None-on-on-off-1)" 2>&1 | tee "$OUT/hf_decode_tests.log" | tail -4 ;;
   s53)  # (session 53) design 24: the q/k/v's later blocks requested into L2 before the wait (--l2-ahead), then every
         # shipped 1B chain and the layer with it on every persistent loop ("shipped+pdl+l2")
-    timeout 240 python3 benchmarks/probe_pdl_preload.py --l2-ahead --shapes 1b 8b --table-as "NVIDIA H200" \
+    timeout 200 python3 benchmarks/probe_pdl_preload.py --l2-ahead --shapes 1b 8b --table-as "NVIDIA H200" \
       --out "$OUT/pdl_l2_ahead_1.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -26
-    timeout 260 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b --table-as "NVIDIA H200" \
+    timeout 170 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b --table-as "NVIDIA H200" \
       --out "$OUT/pdl_shipped_l2_1b.json" 2>&1 | grep -v Warn | grep -v '^{' | cut -c1-160 | tail -62 ;;
   s53b)  # (session 53) the graphed 1B decode step with this tree and with benchmarks/_old (the commit before k/v left
          # out of the q/k/v's output)
