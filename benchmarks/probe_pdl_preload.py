@@ -10,8 +10,6 @@
                                                                                              # KV-cache write
     python benchmarks/probe_pdl_preload.py --marginal --shapes 1b 8b --table-as "NVIDIA H200"  # each linear's cost
                                                                                   # inside the layer chain
-    python benchmarks/probe_pdl_preload.py --l2-ahead --shapes 1b 8b --table-as "NVIDIA H200"  # later blocks into L2
-                                                                   # before the wait (design 24)
     python benchmarks/probe_pdl_preload.py --kv-stores --shapes 1b 8b --table-as "NVIDIA H200"  # the cache-writing
                                                                    # q/k/v with and without k/v in its output
     TRITON_INTERPRET=1 python benchmarks/probe_pdl_preload.py --tiny   # CPU: values only (PDL off)
@@ -225,10 +223,8 @@ def shipped_reference(lin: Linear, x, norm: bool = True, rope: bool = True) -> t
 # "+pdl-plain": without PDL_PERSISTENT (the PDL twins run the plain launches' entries, as before session 48);
 # "+pdl2": two blocks before the wait (PDL_PRELOAD 2) in the entries where that compiles without spills (the q/k/v
 # forms, the 8B o); "+pdl2+persist": also a persistent entry (two blocks) for the 1B o, which has only a tiled one.
-# "+pdl+l2": every persistent loop's later blocks requested into L2 before the wait (PDL_L2, design 24, --l2-ahead).
 SHIPPED = {"shipped": (False, None), "shipped+pdl": (True, None), "shipped+pdl-plain": (True, "nopdlentries"),
-           "shipped+pdl2": (True, "preload2"), "shipped+pdl2+persist": (True, "persist"),
-           "shipped+pdl+l2": (True, "l2")}
+           "shipped+pdl2": (True, "preload2"), "shipped+pdl2+persist": (True, "persist")}
 PRELOAD2 = {("rope", 2048, 2048, 512, 512), ("kv", 2048, 2048, 512, 512), ("rope", 4096, 4096, 1024, 1024),
             ("kv", 4096, 4096, 1024, 1024), ("res", 4096, 4096, 0, 0)}
 EXTRA_PERSISTENT = {("res", 2048, 2048, 0, 0): (1, 2048, True, 4, 1, True, 6, 2)}
@@ -248,14 +244,11 @@ def gemv_tables(persistent: dict, pdl_persistent: dict):
 
 
 def shipped_tables(change, device_name: str):
-    """``gemv_tables`` with PERSISTENT changed as ``change`` says; every change but None and "l2" also empties
+    """``gemv_tables`` with PERSISTENT changed as ``change`` says; every change but None also empties
     PDL_PERSISTENT ("nopdlentries" only that: PDL launches run the plain entries)."""
     from fusion_passes.kernels import gemv_table
 
     table = dict(gemv_table.PERSISTENT)
-    if change == "l2":  # the persistent loops (PREFETCH) only: a program for every block has no later block
-        table = {key: (*entry[:7], (entry + (1,))[7], True) if entry[2] else entry for key, entry in table.items()}
-        return gemv_tables(table, gemv_table.PDL_PERSISTENT)
     if change in ("preload2", "persist"):
         table = {key: (*entry[:7], 2) if key[1:] in PRELOAD2 else entry for key, entry in table.items()}
     if change == "persist":
@@ -484,53 +477,6 @@ def kv_stores(device_name: str, bw: float, layers: int, record, shapes=("1b",)) 
     return summary
 
 
-# --l2-ahead (design 24): a persistent program launched with PDL holds one block of weight rows in registers before
-# the wait, and requests every later block it takes only after it (the 1B q/k/v: about half its rows, 6 programs an
-# SM), so HBM idles while the programs run from the wait to their next loads. gemv_table's ninth field, PDL_L2,
-# requests those later blocks into L2 before the wait (prefetch.global.L2, no registers held). Candidates: the
-# shipped kv entry with it; fewer programs an SM, where two kernels' programs may share an SM (the next kernel then
-# requests all its rows while this one runs), with and without it. Each is the kv entry of both launches (PDL_L2
-# does nothing without PDL), so every twin must equal the shipped plain launch bit for bit (same blocks, same warps).
-L2_CANDIDATES = {
-    "1b": [(1, 2048, True, 4, 1, True, 6, 1, True), (1, 2048, True, 4, 1, True, 3),
-           (1, 2048, True, 4, 1, True, 3, 1, True), (1, 2048, True, 4, 1, True, 4, 1, True),
-           (1, 2048, True, 4, 1, True, 2, 1, True)],
-    "8b": [(1, 4096, True, 8, 1, True, 3, 1, True), (1, 4096, True, 8, 1, True, 2, 1, True)],
-    "tiny": [(1, 64, True, 4, 1, True, 2, 1, True)],  # the interpreter runs its own config: the checks' plumbing
-}
-
-
-def entry_launch(launch_form, key: tuple, entry: tuple):
-    """``launch_form`` (lin, x, pdl) with gemv_table's ``key`` set to ``entry`` for plain and PDL launches."""
-    from fusion_passes.kernels import gemv_table
-
-    def go(lin, x, pdl=False):
-        with gemv_tables({**gemv_table.PERSISTENT, key: entry}, {**gemv_table.PDL_PERSISTENT, key: entry}):
-            return launch_form(lin, x, pdl)
-    return go
-
-
-def l2_ahead(device_name: str, bw: float, layers: int, record, shapes=("1b",)) -> list[dict]:
-    """The q/k/v in the step's form (cache write, k/v to the caches only) as shipped and at each L2_CANDIDATES
-    entry, plain and as PDL twins. Checks: q and the caches equal the shipped plain launch's bit for bit."""
-    summary = []
-    for shape in shapes:
-        h, _, nqkv = SHAPES[shape]
-        key = (device_name, "kv", h, h, (nqkv - h) // 2, (nqkv - h) // 2)
-        forms = {"shipped": launch_kv_unset_y}
-        forms.update({str(cand): entry_launch(launch_kv_unset_y, key, cand) for cand in L2_CANDIDATES[shape]})
-        rows, outs = qkv_forms(shape, bw, layers, record, forms,
-                               lambda lin, y: (y[:, :lin.k].clone(), *[c.clone() for c in lin.caches]))
-        for (form, pdl), got in outs.items():
-            if (form, pdl) != ("shipped", False):
-                check_row(rows, record, shape, f"{form}{'+pdl' if pdl else ''} equals shipped",
-                          equal_outputs(got, outs["shipped", False]))
-        print_qkv_rows(rows, f"copy bandwidth {bw:.2f} TB/s; the {shape.upper()} q/k/v (kv, k/v to the caches only), "
-                             "later blocks into L2 before the wait (entries' ninth field)")
-        summary += rows
-    return summary
-
-
 def marginal(device_name: str, bw: float, layers: int, record, shapes=("1b",)) -> list[dict]:
     """Each linear's cost inside the layer, not in a chain of its own twins: the shipped layer chain (q/k/v in the
     step's cache-writing form -> o -> gate/up -> down, as a graphed step launches it: the first GEMV plainly, every
@@ -642,8 +588,6 @@ def main() -> int:
                     help="only the q/k/v (of --shapes) with and without the KV-cache write, plain and PDL")
     ap.add_argument("--kv-stores", action="store_true",
                     help="only the q/k/v's cache-writing form with and without k/v in its output, plain and PDL")
-    ap.add_argument("--l2-ahead", action="store_true",
-                    help="only the cache-writing q/k/v with its later blocks requested into L2 before the wait")
     ap.add_argument("--marginal", action="store_true",
                     help="only each linear's cost inside the shipped layer chain (the layer with and without it)")
     ap.add_argument("--entries", nargs="*", default=[], metavar="ENTRY",
@@ -670,10 +614,8 @@ def main() -> int:
         rows.append(row)
         print(json.dumps(row), flush=True)
 
-    if args.pdl_candidates or args.qkv_parts or args.qkv_kv or args.marginal or args.kv_stores or args.l2_ahead:
-        if args.l2_ahead:
-            summary = l2_ahead(device_name, bw, args.layers, record, args.shapes)
-        elif args.kv_stores:
+    if args.pdl_candidates or args.qkv_parts or args.qkv_kv or args.marginal or args.kv_stores:
+        if args.kv_stores:
             summary = kv_stores(device_name, bw, args.layers, record, args.shapes)
         elif args.marginal:
             summary = marginal(device_name, bw, args.layers, record, args.shapes)

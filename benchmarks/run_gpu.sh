@@ -859,20 +859,18 @@ case "${1:-}" in
          # GPU tests with the KV write (not graphed; graphed with PDL, batch 1 and 4)
     timeout 330 python3 -m pytest -m gpu -q -p no:cacheprovider tests/patterns/test_decode_gemv.py \
       -k "test_gpu_hf_llama_decode and (on-on-auto or None-on-on-off-1)" 2>&1 | tee "$OUT/hf_decode_tests.log" | tail -4 ;;
-  s53)  # (session 53) design 24: the q/k/v's later blocks requested into L2 before the wait (--l2-ahead), then every
-        # shipped 1B chain and the layer with it on every persistent loop ("shipped+pdl+l2")
+  s53)  # (session 53; needs commit 885f55d's kernel and probe, since removed) design 24: the q/k/v's later blocks
+        # requested into L2 before the wait (--l2-ahead), then every shipped 1B chain and the layer with it on every
+        # persistent loop ("shipped+pdl+l2"); logs/s53_run0
     timeout 200 python3 benchmarks/probe_pdl_preload.py --l2-ahead --shapes 1b 8b --table-as "NVIDIA H200" \
       --out "$OUT/pdl_l2_ahead_1.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -26
     timeout 170 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b --table-as "NVIDIA H200" \
       --out "$OUT/pdl_shipped_l2_1b.json" 2>&1 | grep -v Warn | grep -v '^{' | cut -c1-160 | tail -62 ;;
-  s53m)  # (session 53) s53's first part, the 1B only (what little device time was left)
-    timeout 170 python3 benchmarks/probe_pdl_preload.py --l2-ahead --shapes 1b --table-as "NVIDIA H200" \
-      --out "$OUT/pdl_l2_ahead_1b.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -20 ;;
   s53b)  # (session 53) the graphed 1B decode step with this tree and with benchmarks/_old (the commit before k/v left
-         # out of the q/k/v's output)
+         # out of the q/k/v's output: git archive 32edc96 fusion_passes); run twice, new/old then old/new (s53_run1)
     decode_step_new_old s53 150 110 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b|s49c|s50|s50b|s50c|s50d|s50mma|s51|s51b|s51c|s52|s52b|s53|s53m|s53b" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b|s49c|s50|s50b|s50c|s50d|s50mma|s51|s51b|s51c|s52|s52b|s53|s53b" >&2
      exit 2 ;;
 esac

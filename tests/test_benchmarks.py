@@ -363,23 +363,6 @@ def test_pdl_preload_probe_qkv_forms_check_what_they_launch_interpreted():
     assert "checks 6 True" in out, out
 
 
-L2_AHEAD_CHECK = QKV_FORMS_CHECK.split("rows = []")[0] + """rows = []
-p.l2_ahead("cpu", 1.0, 2, lambda **row: rows.append(row), shapes=("tiny",))
-print("variants", [r["variant"] for r in rows if "variant" in r])
-print("checks", [(r["check"], r["equal"]) for r in rows if "check" in r])
-"""
-
-
-def test_pdl_preload_probe_l2_ahead_checks_every_candidate_against_the_shipped_launch_interpreted():
-    """--l2-ahead's chains on the interpreter's tiny shape: the shipped step form and each candidate entry, plain and
-    PDL, and each checked bit for bit against the shipped plain launch (q and both caches)."""
-    out = interpreted_check(L2_AHEAD_CHECK)
-    cand = "(1, 64, True, 4, 1, True, 2, 1, True)"
-    assert f"variants ['shipped', 'shipped+pdl', '{cand}', '{cand}+pdl']" in out, out
-    assert (f"checks [('shipped+pdl equals shipped', True), ('{cand} equals shipped', True), "
-            f"('{cand}+pdl equals shipped', True)]") in out, out
-
-
 def test_pdl_preload_probe_marginal_takes_one_linear_out_of_the_layer_at_a_time(monkeypatch):
     """--marginal's arithmetic, with a clock that counts launches: the whole layer launches the four linears (the
     q/k/v in its cache-writing form, the chain's first GEMV plainly and every later one as its PDL twin); the layer
@@ -907,21 +890,3 @@ def test_compile_profile_tiny_cpu(tmp_path):
     assert {"attention_sdpa", "qkv_packing"} <= set(rec["pass_s"]) and rec["passes_total_s"] > 0
     assert "inductor" in rec["self_s_by_area"] and len(rec["top_cumulative"]) == 5
     assert profile_compile.area_of("/x/site-packages/torch/_inductor/graph.py") == "inductor"
-
-
-def test_pdl_preload_probe_l2_variant_sets_pdl_l2_on_persistent_loops_only(monkeypatch):
-    """The shipped "+pdl+l2" variant's tables: PDL_L2 (the ninth field) on every persistent loop (PREFETCH), the
-    eighth kept or defaulted to 1; a program-per-block entry and PDL_PERSISTENT as they are; restored after."""
-    import probe_pdl_preload as p
-    from fusion_passes.kernels import gemv_table
-
-    loop, loop2, per_block = (1, 2048, True, 4, 1, True, 6), (1, 2048, True, 4, 1, True, 3, 2), \
-        (2, 2048, False, 4, 1, True, 8)
-    monkeypatch.setattr(gemv_table, "PERSISTENT", {"a": loop, "b": loop2, "c": per_block})
-    monkeypatch.setattr(gemv_table, "PDL_PERSISTENT", {"d": per_block})
-    assert p.SHIPPED["shipped+pdl+l2"] == (True, "l2")
-    with p.shipped_tables("l2", "cpu"):
-        assert gemv_table.PERSISTENT == {"a": (*loop, 1, True), "b": (*loop2, True), "c": per_block}
-        assert gemv_table.PDL_PERSISTENT == {"d": per_block}
-        assert gemv_table.as_config(gemv_table.PERSISTENT["a"])["PDL_L2"] is True
-    assert gemv_table.PERSISTENT["a"] == loop and gemv_table.as_config(loop)["PDL_L2"] is False

@@ -78,6 +78,9 @@ one instruction per 16 KB), at its start or its end: the chain was slower at eve
 load ahead of the multiply-adds (each block's dot and epilogue under an always-true branch that ptxas does not
 sink loads across): no faster where it fit the register cap (8B q/k/v 15.06 -> 15.17 us in the chain, 8B o 9.76 ->
 9.71), and gate/up and the 1B down spilled under it (``logs/s34_run1``, ``s34_run2``); it was removed.
+Session 53 had the PDL launch's program request every block it takes after its first into L2
+(``prefetch.global.L2``) before the wait: every PDL twin was slower, most below its plain launch (1B q/k/v with
+the cache write 5.33 -> 6.97 us, 8B 17.88 -> 28.21, 1B gate/up 22.79 -> 36.80; ``logs/s53_run0``); it was removed.
 
 Tile sizes are autotuned per shape.
 
@@ -155,15 +158,14 @@ if triton is not None:
             ]  # fmt: skip
         forms = (False, True) if prefetch and not dot else (False,)
         configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": p, "ACC1D": False, "PERSIST": 0,
-                                  "PDL_PRELOAD": 1, "PDL_L2": False},
+                                  "PDL_PRELOAD": 1},
                                  num_warps=w, num_stages=s) for p in forms for n, k, w, s in shapes]
         if prefetch and not dot:
             # the prefetching loop reducing each tile as it goes: with one tile's registers per program, more
             # programs fit on an SM; with the norm prologue it reads within 1-8 % of a plain read of the same
             # weights on the H200 (logs/s12_run5/gemv_design_norm.json)
             configs += [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "PREFETCH": True, "ACC1D": True, "PERSIST": 0,
-                                       "PDL_PRELOAD": 1, "PDL_L2": False}, num_warps=w,
-                                      num_stages=s)
+                                       "PDL_PRELOAD": 1}, num_warps=w, num_stages=s)
                         for n, k, w, s in ((2, 1024, 4, 1), (4, 1024, 4, 1), (8, 1024, 4, 1), (4, 1024, 4, 2),
                                            (8, 1024, 4, 2), (2, 2048, 8, 2), (4, 2048, 8, 2))]
         return configs
@@ -429,7 +431,6 @@ if triton is not None:
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
         PDL: tl.constexpr,  # launched with programmatic dependent launch (kernels.pdl): weights first, then the wait
         PDL_PRELOAD: tl.constexpr,  # persistent form with PDL: blocks of rows requested before the wait (1, 2)
-        PDL_L2: tl.constexpr,  # persistent form with PDL: the program's later blocks requested into L2 before the wait
     ):
         T = X.dtype.element_ty
         PRECISION: tl.constexpr = "ieee" if IEEE_F32 else None  # None: Triton's default (TF32 for fp32)
@@ -460,10 +461,6 @@ if triton is not None:
             if AHEAD2:
                 w_next, u_next = _load_block(W0, W1, W2, N0, N1, N2, pid + step, K, CONCAT_W, PAIR, ROPE,
                                              ROPE_DIM, SILU_MUL, TWO, BLOCK_N, BLOCK_K)
-            if PDL and PDL_L2 and PREFETCH:  # every later block too, into L2 only: no registers held for them
-                for later in range(pid + (2 if AHEAD2 else 1) * step, n_blocks, step):
-                    _prefetch_block_l2(W0, W1, W2, N0, N1, N2, later, K, CONCAT_W, PAIR, ROPE, ROPE_DIM, SILU_MUL,
-                                       TWO, BLOCK_N, BLOCK_K)
             rk = tl.arange(0, BLOCK_K)
             if PDL and HAS_NORM:  # a parameter too: its round trip off the path that starts at the wait
                 nw = tl.load(NW + rk, mask=rk < K, other=0.0)
@@ -554,27 +551,6 @@ if triton is not None:
         if TWO:
             u = tl.load(w_rows2 + rk[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
         return w, u
-
-    @triton.jit
-    def _prefetch_block_l2(W0, W1, W2, N0, N1, N2, blk_id, K, CONCAT_W: tl.constexpr, PAIR: tl.constexpr,
-                           ROPE: tl.constexpr, ROPE_DIM: tl.constexpr, SILU_MUL: tl.constexpr, TWO: tl.constexpr,
-                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-        """The rows ``_load_block`` loads for column block blk_id, requested into L2 (one ``prefetch.global.L2`` per
-        128-byte line, nothing returned to registers); sm_90 PTX, so only the PDL launch (a GPU) compiles it."""
-        w_ptr, blk, n_lim, _, _ = _weight_block(blk_id, W0, W1, W2, N0, N1, N2, CONCAT_W, PAIR, BLOCK_N)
-        _, _, n_ok, w_rows, w_rows2 = _block_rows(w_ptr, W1, blk, n_lim, K, ROPE, ROPE_DIM, SILU_MUL, BLOCK_N)
-        LINE: tl.constexpr = 1024 // W0.dtype.element_ty.primitive_bitwidth  # elements a line
-        lines = tl.arange(0, BLOCK_K // LINE) * LINE
-        ok = (n_ok[:, None] & (lines < K)[None, :]).to(tl.int32)
-        _l2_prefetch(w_rows + lines[None, :], ok)
-        if TWO:
-            _l2_prefetch(w_rows2 + lines[None, :], ok)
-
-    @triton.jit
-    def _l2_prefetch(ptrs, ok):
-        """prefetch.global.L2 of each pointer where ok (an int32 tensor of ptrs' shape) is nonzero."""
-        tl.inline_asm_elementwise("{ .reg .pred p; setp.ne.b32 p, $2, 0; @p prefetch.global.L2 [$1]; mov.u32 $0, 0; }",
-                                  "=r,l,r", [ptrs, ok], dtype=tl.int32, is_pure=False, pack=1)
 
     @triton.jit
     def _tiled_dot(X, NW, w_rows, w_rows2, rm, m_ok, n_ok, K, stride_x, eps, norm_offset, HAS_NORM: tl.constexpr,
@@ -825,7 +801,7 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
             config.update(BLOCK_N=4, BLOCK_K=triton.next_power_of_2(k), PERSIST=PERSIST_INTERPRETED,
                           PDL_PRELOAD=PDL_PRELOAD_INTERPRETED)
     if config is not None:
-        config = {"ACC1D": False, "PERSIST": 0, "PDL_PRELOAD": 1, "PDL_L2": False, **config}
+        config = {"ACC1D": False, "PERSIST": 0, "PDL_PRELOAD": 1, **config}
         if config["PERSIST"] and (meta["BLOCK_M"] != 1 or config["BLOCK_K"] < k):
             raise ValueError(f"decode_gemv: the persistent form needs M = 1 and BLOCK_K >= K ({k}), got M = {m}, "
                              f"BLOCK_K = {config['BLOCK_K']}")

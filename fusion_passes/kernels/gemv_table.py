@@ -175,9 +175,9 @@ def as_config(entry: tuple) -> dict:
     """A table entry as the kernel's config: BLOCK_N, BLOCK_K, PREFETCH, ACC1D, PERSIST, PDL_PRELOAD, num_warps,
     num_stages."""
     n, bk, prefetch, warps, stages, *rest = entry
-    acc1d, persist, preload, l2 = (list(rest) + [False, 0, 1, False][len(rest):])[:4]
+    acc1d, persist, preload = (list(rest) + [False, 0, 1][len(rest):])[:3]
     return dict(BLOCK_N=n, BLOCK_K=bk, PREFETCH=prefetch, ACC1D=bool(acc1d), PERSIST=persist, PDL_PRELOAD=preload,
-                PDL_L2=bool(l2), num_warps=warps, num_stages=stages)
+                num_warps=warps, num_stages=stages)
 
 
 def beats_cublas(device_name: str, form: str, k: int, n0: int, n1: int, n2: int) -> bool:

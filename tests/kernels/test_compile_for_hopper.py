@@ -72,7 +72,7 @@ def gemv_flags(**flags) -> dict:
     return dict(CONCAT_W=1, HAS_NORM=False, NORM_LATE=False, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=False,
                 GELU_TANH=False, HAS_RES=False, BIAS_MASK=0, ROPE=False, ROPE_DIM=0, CACHE_MASK=0, HEAD_DIM=1,
                 IDX_BASE=False, CACHED_Y=True, PREFETCH=False, ACC1D=False, PERSIST=0, IEEE_F32=False, PDL=False,
-                PDL_PRELOAD=1, PDL_L2=False) | flags
+                PDL_PRELOAD=1) | flags
 
 
 def gemv_types(dtype: str) -> dict:
@@ -353,28 +353,6 @@ def test_pdl_persistent_gemv_reads_only_weights_before_the_wait(entry):
     assert not [s for s in before_two if s.startswith(("STG", "LDS", "STS", "ATOM", "RED"))]
     plain, _, _ = compile_persistent_entry(entry, {"PDL": False})
     assert not [s for s in sass(plain["cubin"]) if s.startswith(("ACQBULK", "PREEXIT"))]
-
-
-@pytest.mark.parametrize("entry", [e for e in PERSISTENT_ENTRIES if not e[1]], ids=entry_id)
-def test_pdl_l2_requests_later_blocks_into_l2_before_the_wait(entry):
-    """``PDL_L2`` (gemv_table's ninth field): launched with PDL, a persistent loop's program requests the blocks it
-    takes after its first into L2 (``prefetch.global.L2``: CCTL.E.PF2 in the SASS) before griddepcontrol.wait, and
-    nothing else changes there: the same loads, no store; it still fits its programs on one SM without spilling. Off,
-    or without PDL, there is no prefetch at all."""
-    asm, config, options = compile_persistent_entry(entry, {"PDL": True, "PDL_L2": True})
-    before, after = before_and_after_the_wait(asm["cubin"])
-    assert [s for s in before if s.startswith("CCTL") and "PF2" in s], before
-    assert not [s for s in after if s.startswith("CCTL")]
-    assert not [s for s in before if s.startswith(("STG", "LDS", "STS", "ATOM", "RED"))]
-    off, _, _ = compile_persistent_entry(entry, {"PDL": True})
-    before_off, _ = before_and_after_the_wait(off["cubin"])
-    assert [s.split()[0] for s in before if s.startswith("LDG")] == [s.split()[0] for s in before_off
-                                                                      if s.startswith("LDG")]
-    assert not [s for s in sass(off["cubin"]) if s.startswith("CCTL")]
-    plain, _, _ = compile_persistent_entry(entry, {"PDL": False, "PDL_L2": True})
-    assert not [s for s in sass(plain["cubin"]) if s.startswith("CCTL")]
-    regs, stack = registers_per_thread(asm["cubin"])
-    assert config["PERSIST"] * options["num_warps"] * 32 * -(-regs // 8) * 8 <= gemv.REGISTERS_PER_SM and stack == 0
 
 
 @pytest.mark.parametrize("mode", ["qkv+norm+rope+kv_write", "gate_up+silu", "o+residual"])
