@@ -10,6 +10,8 @@
                                                                                              # KV-cache write
     python benchmarks/probe_pdl_preload.py --marginal --shapes 1b 8b --table-as "NVIDIA H200"  # each linear's cost
                                                                                   # inside the layer chain
+    python benchmarks/probe_pdl_preload.py --room --table-as "NVIDIA H200"   # the 1B q/k/v's PDL twin with 1-2 blocks
+                                                     # before the wait at lowered register caps
     python benchmarks/probe_pdl_preload.py --kv-stores --shapes 1b 8b --table-as "NVIDIA H200"  # the cache-writing
                                                                    # q/k/v with and without k/v in its output
     TRITON_INTERPRET=1 python benchmarks/probe_pdl_preload.py --tiny   # CPU: values only (PDL off)
@@ -477,6 +479,75 @@ def kv_stores(device_name: str, bw: float, layers: int, record, shapes=("1b",)) 
     return summary
 
 
+# --room: does a PDL twin gain only as far as the next kernel's programs fit on an SM beside this one's? The 1B kv
+# entry (6 programs of 4 warps an SM) compiles to 63 registers a thread under triton 3.9 (room for 2 programs of the
+# next kernel an SM); with two blocks before the wait (PDL_PRELOAD 2) to 80, no room, and it timed as a plain launch
+# (sessions 48, 53). The same configs with the register cap lowered (spilling, but leaving room) tell which it is.
+# name: (PDL_PRELOAD, registers a thread allowed; None: the launch's own cap)
+ROOM_VARIANTS = {"shipped": (1, None), "2 blocks": (2, None), "2 blocks, cap 64": (2, 64), "shipped, cap 56": (1, 56)}
+
+
+@contextlib.contextmanager
+def register_cap(cap):
+    """gemv's persistent launches capped at ``cap`` registers a thread (None: as shipped), compiled afresh."""
+    from fusion_passes.kernels import gemv
+
+    shipped = gemv._with_register_cap
+    if cap is not None:
+        gemv._with_register_cap = lambda config: {**shipped(config), "maxnreg": cap}
+    gemv._fixed_kernel.cache_clear()
+    try:
+        yield
+    finally:
+        gemv._with_register_cap = shipped
+        gemv._fixed_kernel.cache_clear()
+
+
+def room(device_name: str, bw: float, layers: int, record, shapes=("1b",)) -> list[dict]:
+    """The q/k/v in the step's form at its kv entry under each ROOM_VARIANTS (PDL_PRELOAD, cap), plain and as PDL
+    twins, with each PDL compile's registers and spills. Checks: q and the caches equal the shipped plain launch's."""
+    from fusion_passes.kernels import gemv, gemv_table
+
+    summary = []
+    for shape in shapes:
+        h, _, nqkv = SHAPES[shape]
+        key = (device_name, "kv", h, h, (nqkv - h) // 2, (nqkv - h) // 2)
+        entry = gemv_table.lookup(device_name, dict(CACHE_MASK=6, SILU_MUL=False, HAS_RES=False, ROPE=True), *key[2:])
+        forms = {}
+        for name, (preload, cap) in ROOM_VARIANTS.items():
+            variant = (*entry[:7], preload) if len(entry) >= 7 else entry
+
+            def go(lin, x, pdl=False, variant=variant, cap=cap):
+                with gemv_tables({**gemv_table.PERSISTENT, key: variant}, gemv_table.PDL_PERSISTENT), register_cap(cap):
+                    return launch_kv_unset_y(lin, x, pdl)
+            forms[name] = go
+        rows, outs = qkv_forms(shape, bw, layers, record, forms,
+                               lambda lin, y: (y[:, :lin.k].clone(), *[c.clone() for c in lin.caches]))
+        for (form, pdl), got in outs.items():
+            if (form, pdl) != ("shipped", False):
+                check_row(rows, record, shape, f"{form}{'+pdl' if pdl else ''} equals shipped",
+                          equal_outputs(got, outs["shipped", False]))
+        lin = Linear(shape, "qkv", torch.device("cuda"))
+        launch_kv_unset_y(lin, lin.x)
+        for name, (preload, cap) in ROOM_VARIANTS.items():
+            with register_cap(cap):
+                compiled = gemv._launch(lin.x, *qkv_weights(lin), lin.nw, 1e-5, 0.0, True, None, False, lin.out_kv,
+                                        lin.cos, lin.sin, lin.hd, 2, caches=(None, *lin.caches),
+                                        cache_index=lin.position, index_base=True, pdl_launch=True, cached_y=False,
+                                        config={**gemv_table.as_config(entry), "PDL_PRELOAD": preload})
+            rows.append(dict(shape=shape, chain="qkv", variant=name, registers=getattr(compiled, "n_regs", None),
+                             spills=getattr(compiled, "n_spills", None)))
+            record(**rows[-1])
+        print(f"\ncopy bandwidth {bw:.2f} TB/s; the {shape.upper()} q/k/v (kv) at {entry}: blocks before the wait, "
+              "register cap")
+        for r in rows:
+            print(f"{r['variant']:26} registers {r['registers']} spills {r['spills']}" if "registers" in r else
+                  f"{r['variant']:26} {r['us_per_gemv']:7.2f} us {r['pct_copy_bw']:6.1f} %" if "variant" in r else
+                  f"check: {r['check']}: {r['equal']}")
+        summary += rows
+    return summary
+
+
 def marginal(device_name: str, bw: float, layers: int, record, shapes=("1b",)) -> list[dict]:
     """Each linear's cost inside the layer, not in a chain of its own twins: the shipped layer chain (q/k/v in the
     step's cache-writing form -> o -> gate/up -> down, as a graphed step launches it: the first GEMV plainly, every
@@ -588,6 +659,8 @@ def main() -> int:
                     help="only the q/k/v (of --shapes) with and without the KV-cache write, plain and PDL")
     ap.add_argument("--kv-stores", action="store_true",
                     help="only the q/k/v's cache-writing form with and without k/v in its output, plain and PDL")
+    ap.add_argument("--room", action="store_true",
+                    help="only the cache-writing q/k/v with 1-2 blocks before the wait, at lowered register caps")
     ap.add_argument("--marginal", action="store_true",
                     help="only each linear's cost inside the shipped layer chain (the layer with and without it)")
     ap.add_argument("--entries", nargs="*", default=[], metavar="ENTRY",
@@ -614,8 +687,10 @@ def main() -> int:
         rows.append(row)
         print(json.dumps(row), flush=True)
 
-    if args.pdl_candidates or args.qkv_parts or args.qkv_kv or args.marginal or args.kv_stores:
-        if args.kv_stores:
+    if args.pdl_candidates or args.qkv_parts or args.qkv_kv or args.marginal or args.kv_stores or args.room:
+        if args.room:
+            summary = room(device_name, bw, args.layers, record, args.shapes)
+        elif args.kv_stores:
             summary = kv_stores(device_name, bw, args.layers, record, args.shapes)
         elif args.marginal:
             summary = marginal(device_name, bw, args.layers, record, args.shapes)

@@ -890,3 +890,21 @@ def test_compile_profile_tiny_cpu(tmp_path):
     assert {"attention_sdpa", "qkv_packing"} <= set(rec["pass_s"]) and rec["passes_total_s"] > 0
     assert "inductor" in rec["self_s_by_area"] and len(rec["top_cumulative"]) == 5
     assert profile_compile.area_of("/x/site-packages/torch/_inductor/graph.py") == "inductor"
+
+
+def test_pdl_preload_probe_register_cap_lowers_the_cap_and_restores_it():
+    """--room's ``register_cap``: inside, a persistent config's ``maxnreg`` is the given cap (None: the launch's own)
+    and the fixed kernels are compiled afresh; after it, the shipped cap again."""
+    import probe_pdl_preload as p
+    from fusion_passes.kernels import gemv
+
+    config = dict(PERSIST=6, num_warps=4)
+    shipped = gemv._with_register_cap(config)["maxnreg"]
+    assert shipped == 80
+    with p.register_cap(56):
+        assert gemv._with_register_cap(config)["maxnreg"] == 56
+        assert gemv._fixed_kernel.cache_info().currsize == 0
+    with p.register_cap(None):
+        assert gemv._with_register_cap(config)["maxnreg"] == shipped
+    assert gemv._with_register_cap(config)["maxnreg"] == shipped
+    assert set(p.ROOM_VARIANTS) == {"shipped", "2 blocks", "2 blocks, cap 64", "shipped, cap 56"}
