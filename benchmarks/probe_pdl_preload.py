@@ -445,19 +445,33 @@ def qkv_kv(device_name: str, bw: float, layers: int, record, shapes=("1b",)) -> 
     return summary
 
 
-def launch_kv_unset_y(lin: Linear, x, pdl: bool = False):
+def launch_kv_unset_y(lin: Linear, x, pdl: bool = False, config=None):
     """``launch_shipped_kv``'s launch with ``cached_y=False``: k and v go to the caches only, their columns of the
-    output stay unset (a decode step reads them from the caches). Same config (the table's), into ``lin.out_kv``."""
+    output stay unset (a decode step reads them from the caches). Same config (the table's), into ``lin.out_kv``.
+    With ``config`` (gemv._launch's): at that config, and the compiled kernel is returned instead."""
     from fusion_passes.kernels import gemv
 
     if getattr(lin, "caches", None) is None:
         launch_shipped_kv(lin, x)  # makes the caches and the position
     if getattr(lin, "out_kv", None) is None:
         lin.out_kv = torch.zeros(x.shape[0], lin.n, device=x.device, dtype=x.dtype)
-    gemv._launch(x, *qkv_weights(lin), lin.nw, 1e-5, 0.0, True, None, False, lin.out_kv, lin.cos, lin.sin, lin.hd, 2,
-                 caches=(None, *lin.caches), cache_index=lin.position, index_base=True, pdl_launch=pdl,
-                 cached_y=False)
-    return lin.out_kv
+    compiled = gemv._launch(x, *qkv_weights(lin), lin.nw, 1e-5, 0.0, True, None, False, lin.out_kv, lin.cos, lin.sin,
+                            lin.hd, 2, caches=(None, *lin.caches), cache_index=lin.position, index_base=True,
+                            pdl_launch=pdl, cached_y=False, config=config)
+    return lin.out_kv if config is None else compiled
+
+
+def q_and_caches(lin: Linear, y) -> tuple:
+    """What the cache-writing q/k/v's checks compare: y's q columns and both caches (k/v may be unset in y)."""
+    return (y[:, :lin.k].clone(), *[c.clone() for c in lin.caches])
+
+
+def check_against(rows: list[dict], record, shape: str, outs: dict, base: str, label) -> None:
+    """A check row per (form, pdl) of ``outs`` but the plain ``base``: equal to it bit for bit; ``label(form, pdl)``
+    names the check."""
+    for (form, pdl), got in outs.items():
+        if (form, pdl) != (base, False):
+            check_row(rows, record, shape, label(form, pdl), equal_outputs(got, outs[base, False]))
 
 
 def kv_stores(device_name: str, bw: float, layers: int, record, shapes=("1b",)) -> list[dict]:
@@ -467,12 +481,9 @@ def kv_stores(device_name: str, bw: float, layers: int, record, shapes=("1b",)) 
     summary = []
     for shape in shapes:
         rows, outs = qkv_forms(shape, bw, layers, record,
-                               {"kv": launch_shipped_kv, "kv, k/v only cached": launch_kv_unset_y},
-                               lambda lin, y: (y[:, :lin.k].clone(), *[c.clone() for c in lin.caches]))
-        for (form, pdl), got in outs.items():
-            if (form, pdl) != ("kv", False):
-                check_row(rows, record, shape, f"{form}{'+pdl' if pdl else ''}: q and the caches equal kv's",
-                          equal_outputs(got, outs["kv", False]))
+                               {"kv": launch_shipped_kv, "kv, k/v only cached": launch_kv_unset_y}, q_and_caches)
+        check_against(rows, record, shape, outs, "kv",
+                      lambda form, pdl: f"{form}{'+pdl' if pdl else ''}: q and the caches equal kv's")
         print_qkv_rows(rows, f"copy bandwidth {bw:.2f} TB/s; the {shape.upper()} q/k/v writing the caches, k/v in "
                              "the output or not")
         summary += rows
@@ -506,7 +517,7 @@ def register_cap(cap):
 def room(device_name: str, bw: float, layers: int, record, shapes=("1b",)) -> list[dict]:
     """The q/k/v in the step's form at its kv entry under each ROOM_VARIANTS (PDL_PRELOAD, cap), plain and as PDL
     twins, with each PDL compile's registers and spills. Checks: q and the caches equal the shipped plain launch's."""
-    from fusion_passes.kernels import gemv, gemv_table
+    from fusion_passes.kernels import gemv_table
 
     summary = []
     for shape in shapes:
@@ -521,20 +532,13 @@ def room(device_name: str, bw: float, layers: int, record, shapes=("1b",)) -> li
                 with gemv_tables({**gemv_table.PERSISTENT, key: variant}, gemv_table.PDL_PERSISTENT), register_cap(cap):
                     return launch_kv_unset_y(lin, x, pdl)
             forms[name] = go
-        rows, outs = qkv_forms(shape, bw, layers, record, forms,
-                               lambda lin, y: (y[:, :lin.k].clone(), *[c.clone() for c in lin.caches]))
-        for (form, pdl), got in outs.items():
-            if (form, pdl) != ("shipped", False):
-                check_row(rows, record, shape, f"{form}{'+pdl' if pdl else ''} equals shipped",
-                          equal_outputs(got, outs["shipped", False]))
+        rows, outs = qkv_forms(shape, bw, layers, record, forms, q_and_caches)
+        check_against(rows, record, shape, outs, "shipped",
+                      lambda form, pdl: f"{form}{'+pdl' if pdl else ''} equals shipped")
         lin = Linear(shape, "qkv", torch.device("cuda"))
-        launch_kv_unset_y(lin, lin.x)
         for name, (preload, cap) in ROOM_VARIANTS.items():
             with register_cap(cap):
-                compiled = gemv._launch(lin.x, *qkv_weights(lin), lin.nw, 1e-5, 0.0, True, None, False, lin.out_kv,
-                                        lin.cos, lin.sin, lin.hd, 2, caches=(None, *lin.caches),
-                                        cache_index=lin.position, index_base=True, pdl_launch=True, cached_y=False,
-                                        config={**gemv_table.as_config(entry), "PDL_PRELOAD": preload})
+                compiled = launch_kv_unset_y(lin, lin.x, True, {**gemv_table.as_config(entry), "PDL_PRELOAD": preload})
             rows.append(dict(shape=shape, chain="qkv", variant=name, registers=getattr(compiled, "n_regs", None),
                              spills=getattr(compiled, "n_spills", None)))
             record(**rows[-1])
