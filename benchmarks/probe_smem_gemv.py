@@ -55,60 +55,110 @@ if gluon is not None:
                                   pack=1)
 
     @gluon.jit
-    def _request(w_desc, bar, buf, blk, n_blocks, R: gl.constexpr, K: gl.constexpr):
-        """Block blk's R weight rows into buf by one TMA copy, arriving on bar (nothing where blk >= n_blocks)."""
+    def _kept(v):
+        """v through a select the compilers cannot fold: keeps each of RoPE's bf16 products a rounding of its own,
+        as eager's (gemv._kept)."""
+        return gl.where(v == v, v, v + v)
+
+    @gluon.jit
+    def _request(w_desc, bar, buf, blk, n_blocks, R: gl.constexpr, K: gl.constexpr, HD: gl.constexpr):
+        """Block blk's weight rows into buf by one TMA copy, arriving on bar (nothing where blk >= n_blocks): R / 2
+        rows of a head's first half and the R / 2 rows HD / 2 below them (RoPE's pairs)."""
         ok = blk < n_blocks
         mbarrier.init(bar, count=1)
         mbarrier.expect(bar, R * K * 2, pred=ok)
-        tma_load(w_desc, [blk * R, 0, 0], bar, buf, pred=ok)
+        per_head: gl.constexpr = HD // R
+        tma_load(w_desc, [blk // per_head, 0, (blk % per_head) * (R // 2), 0, 0], bar, buf, pred=ok)
 
     @gluon.jit
-    def _block_out(buf, bar, x, blk, n_blocks, res_ptr, out_ptr, R: gl.constexpr, RES: gl.constexpr,
-                   READ_ONLY: gl.constexpr, L3: gl.constexpr):
-        """out[rows] = buf @ x (+ residual) once block blk's copy has landed; buf [R, S, SEG], x [S, SEG] fp32."""
+    def _block_out(buf, bar, x, blk, n_blocks, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr, pos, cache_len,
+                   R: gl.constexpr, HD: gl.constexpr, RES: gl.constexpr, ROPE_HEADS: gl.constexpr,
+                   Q_HEADS: gl.constexpr, KV_HEADS: gl.constexpr, READ_ONLY: gl.constexpr, L5: gl.constexpr):
+        """Block blk's outputs once its copy has landed: buf [1, 2, R / 2, S, SEG] (rows j and j + HD / 2 of one
+        head), x [S, SEG] fp32. Heads below ROPE_HEADS rotated (HF's rotate_half, eager's roundings); heads below
+        Q_HEADS stored to out (+ residual), the next KV_HEADS to the k cache, the rest to the v cache (both
+        [1, KV_HEADS, cache_len, HD], at position pos)."""
         if blk < n_blocks:
             mbarrier.wait(bar, 0)
-            w = buf.load(L3).to(gl.float32)
+            w = buf.load(L5).to(gl.float32)
             if READ_ONLY:
-                y = gl.sum(gl.sum(w, axis=1), axis=1)
+                y = gl.sum(gl.sum(w, axis=4), axis=3)
             else:
-                y = gl.sum(gl.sum(w * x[None, :, :], axis=1), axis=1).to(gl.bfloat16).to(gl.float32)
-            rows = blk * R + gl.arange(0, R, layout=gl.SliceLayout(1, gl.SliceLayout(1, L3)))
-            if RES:
-                y = y + gl.load(res_ptr + rows).to(gl.float32)
-            gl.store(out_ptr + rows, y.to(out_ptr.dtype.element_ty))
+                y = gl.sum(gl.sum(w * x[None, None, None, :, :], axis=4), axis=3).to(gl.bfloat16).to(gl.float32)
+            LY: gl.constexpr = gl.SliceLayout(3, gl.SliceLayout(4, L5))  # y [1, 2, R / 2]
+            half_of = gl.arange(0, 2, layout=gl.SliceLayout(0, gl.SliceLayout(2, LY)))[None, :, None]
+            a = gl.sum(gl.where(half_of == 0, y, 0.0), axis=1)  # [1, R / 2]: rows j
+            b = gl.sum(gl.where(half_of == 1, y, 0.0), axis=1)  # rows j + HD / 2
+            per_head: gl.constexpr = HD // R
+            head = blk // per_head
+            j = (blk % per_head) * (R // 2) + gl.arange(0, R // 2, layout=gl.SliceLayout(0, gl.SliceLayout(1, LY)))
+            j = j[None, :]
+            if ROPE_HEADS > 0:
+                if head < ROPE_HEADS:
+                    c1 = gl.load(cos_ptr + j).to(gl.float32)
+                    s1 = gl.load(sin_ptr + j).to(gl.float32)
+                    c2 = gl.load(cos_ptr + j + HD // 2).to(gl.float32)
+                    s2 = gl.load(sin_ptr + j + HD // 2).to(gl.float32)
+                    ra = (_kept((a * c1).to(gl.bfloat16)).to(gl.float32)
+                          + _kept((-b * s1).to(gl.bfloat16)).to(gl.float32)).to(gl.bfloat16).to(gl.float32)
+                    b = (_kept((b * c2).to(gl.bfloat16)).to(gl.float32)
+                         + _kept((a * s2).to(gl.bfloat16)).to(gl.float32)).to(gl.bfloat16).to(gl.float32)
+                    a = ra
+            if head < Q_HEADS:
+                col = head * HD + j
+                if RES:
+                    a = a + gl.load(res_ptr + col).to(gl.float32)
+                    b = b + gl.load(res_ptr + col + HD // 2).to(gl.float32)
+                gl.store(out_ptr + col, a.to(out_ptr.dtype.element_ty))
+                gl.store(out_ptr + col + HD // 2, b.to(out_ptr.dtype.element_ty))
+            else:
+                cache = kc_ptr
+                kv_head = head - Q_HEADS
+                if kv_head >= KV_HEADS:
+                    cache = vc_ptr
+                    kv_head -= KV_HEADS
+                at = (kv_head * cache_len + pos) * HD + j
+                gl.store(cache + at, a.to(cache.dtype.element_ty))
+                gl.store(cache + at + HD // 2, b.to(cache.dtype.element_ty))
 
     @gluon.jit
-    def smem_gemv_kernel(w_desc, x_ptr, nw_ptr, res_ptr, out_ptr, eps, n_blocks, K: gl.constexpr, R: gl.constexpr,
-                         BLOCKS: gl.constexpr, NORM: gl.constexpr, RES: gl.constexpr, READ_ONLY: gl.constexpr,
-                         PDL: gl.constexpr, NUM_WARPS: gl.constexpr):
-        """out[rows] = W[rows, :] @ xn (+ residual[rows]) for the blocks pid, pid + grid, ... (BLOCKS <= 4 of them,
-        R rows each, n_blocks in all); w_desc: W viewed as [N, K / SEG, SEG], box [R, K / SEG, SEG]; x [K]; xn = x,
-        or with NORM eager's RMSNorm bf16(bf16(x * rsqrt(mean(x^2) + eps)) * nw). READ_ONLY: out = the rows' sums
-        (the floor: the same copies and waits, no x). One buffer per block: Gluon's allocations are powers of two
-        in every dimension, and three blocks of 8 rows are what fits two kernels' shares in an SM."""
+    def smem_gemv_kernel(w_desc, x_ptr, nw_ptr, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr, pos_ptr, eps,
+                         n_blocks, cache_len, K: gl.constexpr, R: gl.constexpr, HD: gl.constexpr,
+                         BLOCKS: gl.constexpr, NORM: gl.constexpr, RES: gl.constexpr, ROPE_HEADS: gl.constexpr,
+                         Q_HEADS: gl.constexpr, KV_HEADS: gl.constexpr, READ_ONLY: gl.constexpr, PDL: gl.constexpr,
+                         NUM_WARPS: gl.constexpr):
+        """The blocks pid, pid + grid, ... (BLOCKS <= 4 of them, R rows each, n_blocks in all) of W [N, K] viewed
+        as heads [N / HD, 2, HD / 2, K / SEG, SEG] (w_desc, box [1, 2, R / 2, K / SEG, SEG]): y = W @ xn, xn = x [K],
+        or with NORM eager's RMSNorm bf16(bf16(x * rsqrt(mean(x^2) + eps)) * nw); then ``_block_out``'s epilogue.
+        READ_ONLY: y = the rows' sums (the floor: the same copies and waits, no x). One buffer per block: Gluon's
+        allocations are powers of two in every dimension, and three blocks of 8 rows are what fits two kernels'
+        shares in an SM."""
         gl.static_assert(BLOCKS <= 4)
         S: gl.constexpr = K // SEG
-        L3: gl.constexpr = gl.BlockedLayout([1, 1, 8], [1, 1, 32], [NUM_WARPS, 1, 1], [2, 1, 0])
-        LX: gl.constexpr = gl.SliceLayout(0, L3)  # [S, SEG], whole in every warp
+        # warps split a block by row pairs: each row's sum and its RoPE partner stay in one warp
+        L5: gl.constexpr = gl.BlockedLayout([1, 1, 1, 1, 8], [1, 1, 1, 1, 32], [1, 1, NUM_WARPS, 1, 1],
+                                            [4, 3, 2, 1, 0])
+        # x [S, SEG], whole in each warp; nested so that x[None, None, None] (expanded at axes 0, 1, 2 in turn) is L5's
+        LX: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, L5)))
         pid = gl.program_id(0)
         grid = gl.num_programs(0)
         MB: gl.constexpr = mbarrier.MBarrierLayout()
-        buf0 = gl.allocate_shared_memory(w_desc.dtype, [R, S, SEG], w_desc.layout)
+        shape: gl.constexpr = [1, 2, R // 2, S, SEG]
+        buf0 = gl.allocate_shared_memory(w_desc.dtype, shape, w_desc.layout)
         bar0 = gl.allocate_shared_memory(gl.int64, [1], MB)
-        _request(w_desc, bar0, buf0, pid, n_blocks, R, K)
+        _request(w_desc, bar0, buf0, pid, n_blocks, R, K, HD)
         if BLOCKS > 1:
-            buf1 = gl.allocate_shared_memory(w_desc.dtype, [R, S, SEG], w_desc.layout)
+            buf1 = gl.allocate_shared_memory(w_desc.dtype, shape, w_desc.layout)
             bar1 = gl.allocate_shared_memory(gl.int64, [1], MB)
-            _request(w_desc, bar1, buf1, pid + grid, n_blocks, R, K)
+            _request(w_desc, bar1, buf1, pid + grid, n_blocks, R, K, HD)
         if BLOCKS > 2:
-            buf2 = gl.allocate_shared_memory(w_desc.dtype, [R, S, SEG], w_desc.layout)
+            buf2 = gl.allocate_shared_memory(w_desc.dtype, shape, w_desc.layout)
             bar2 = gl.allocate_shared_memory(gl.int64, [1], MB)
-            _request(w_desc, bar2, buf2, pid + 2 * grid, n_blocks, R, K)
+            _request(w_desc, bar2, buf2, pid + 2 * grid, n_blocks, R, K, HD)
         if BLOCKS > 3:
-            buf3 = gl.allocate_shared_memory(w_desc.dtype, [R, S, SEG], w_desc.layout)
+            buf3 = gl.allocate_shared_memory(w_desc.dtype, shape, w_desc.layout)
             bar3 = gl.allocate_shared_memory(gl.int64, [1], MB)
-            _request(w_desc, bar3, buf3, pid + 3 * grid, n_blocks, R, K)
+            _request(w_desc, bar3, buf3, pid + 3 * grid, n_blocks, R, K, HD)
         seg = gl.arange(0, S, layout=gl.SliceLayout(1, LX))[:, None]
         col = gl.arange(0, SEG, layout=gl.SliceLayout(0, LX))[None, :]
         xo = seg * SEG + col
@@ -124,47 +174,97 @@ if gluon is not None:
                 rstd = gl.rsqrt(gl.sum(gl.sum(x * x, axis=1), axis=0) / K + eps)
                 x = (x * rstd).to(gl.bfloat16).to(gl.float32)
                 x = (x * nw).to(gl.bfloat16).to(gl.float32)
-        _block_out(buf0, bar0, x, pid, n_blocks, res_ptr, out_ptr, R, RES, READ_ONLY, L3)
+        pos = 0
+        if KV_HEADS > 0:
+            pos = gl.load(pos_ptr)
+        _block_out(buf0, bar0, x, pid, n_blocks, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr, pos, cache_len,
+                   R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, L5)
         if BLOCKS > 1:
-            _block_out(buf1, bar1, x, pid + grid, n_blocks, res_ptr, out_ptr, R, RES, READ_ONLY, L3)
+            _block_out(buf1, bar1, x, pid + grid, n_blocks, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr, pos,
+                       cache_len, R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, L5)
         if BLOCKS > 2:
-            _block_out(buf2, bar2, x, pid + 2 * grid, n_blocks, res_ptr, out_ptr, R, RES, READ_ONLY, L3)
+            _block_out(buf2, bar2, x, pid + 2 * grid, n_blocks, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr,
+                       pos, cache_len, R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, L5)
         if BLOCKS > 3:
-            _block_out(buf3, bar3, x, pid + 3 * grid, n_blocks, res_ptr, out_ptr, R, RES, READ_ONLY, L3)
+            _block_out(buf3, bar3, x, pid + 3 * grid, n_blocks, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr,
+                       pos, cache_len, R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, L5)
 
 
-CONFIGS = (  # (R rows a block, programs an SM, warps): at most 4 blocks a program for the 1B q/k/v and o
-    (8, 1, 4), (8, 1, 8), (4, 2, 4), (4, 2, 2), (4, 2, 1), (8, 2, 4), (16, 1, 8), (16, 1, 4),
+# (R rows a block, programs an SM, warps). Run 0 (no RoPE, 3-D blocks of R consecutive rows): the 1B q/k/v with
+# the norm 4.86 us at (8, 2, 4), 5.23-5.50 elsewhere; one block a program below.
+CONFIGS = (
+    (8, 2, 4), (8, 3, 4), (8, 3, 2), (4, 6, 2), (4, 6, 1), (16, 2, 8), (16, 2, 4), (4, 3, 2), (8, 2, 2), (2, 12, 1),
 )
+FORMS = {  # name: (norm, rope, kv cache write), for the q/k/v; the o has a residual and none of them
+    "kv": (True, True, True), "norm": (True, False, False),
+}
 
 
-def weight_descriptor(w, rows: int):
-    """W [N, K] bf16 as a TMA descriptor over its [N, K / 256, 256] view, box [rows, K / 256, 256], unswizzled
-    (each lane reads 16 consecutive bytes of a segment: no bank conflict without a swizzle)."""
+def weight_descriptor(w, rows: int, hd: int):
+    """W [N, K] bf16 as a TMA descriptor over its heads [N / hd, 2, hd / 2, K / 256, 256], box [1, 2, rows / 2,
+    K / 256, 256] (rows / 2 rows of a head's halves each), unswizzled (each lane reads 16 consecutive bytes of a
+    segment: no bank conflict without a swizzle)."""
     n, k = w.shape
-    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=3)
-    return TensorDescriptor(w, [n, k // SEG_COLS, SEG_COLS], [k, SEG_COLS, 1], [rows, k // SEG_COLS, SEG_COLS], layout)
+    s = k // SEG_COLS
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=5)
+    return TensorDescriptor(w, [n // hd, 2, hd // 2, s, SEG_COLS], [hd * k, hd // 2 * k, k, SEG_COLS, 1],
+                            [1, 2, rows // 2, s, SEG_COLS], layout)
 
 
 def blocks_per_program(n: int, rows: int, grid: int) -> int:
     return triton.cdiv(n // rows, grid)
 
 
-def launch_smem(lin, x, cfg: dict, sms: int, norm: bool, pdl: bool, read_only: bool = False):
-    """The kernel on ``lin`` (probe_pdl_preload.Linear: w [N, K], nw, res, out) into ``lin.out``."""
+def launch_smem(lin, x, cfg: dict, sms: int, form: str, pdl: bool, read_only: bool = False):
+    """The kernel on ``lin`` (probe_pdl_preload.Linear: w [N, K], nw, res, cos / sin, caches) into ``lin.out``
+    (and for the "kv" form the caches of ``probe_pdl_preload.launch_shipped_kv``); form: a FORMS name (q/k/v)
+    or "res" (the o)."""
+    import probe_pdl_preload as p
+
     rows, per_sm, warps = cfg["R"], cfg["per_sm"], cfg["warps"]
+    norm, rope, kv = FORMS.get(form, (False, False, False))
+    if getattr(lin, "caches", None) is None and kv:
+        p.launch_shipped_kv(lin, x)  # makes the caches and the position
     if getattr(lin, "descs", None) is None:
         lin.descs = {}
     if rows not in lin.descs:
-        lin.descs[rows] = weight_descriptor(lin.w, rows)
+        lin.descs[rows] = weight_descriptor(lin.w, rows, lin.hd)
+    heads, q_heads = lin.n // lin.hd, lin.k // lin.hd
+    kv_heads = (heads - q_heads) // 2 if kv else 0
     grid = min(sms * per_sm, lin.n // rows)
+    caches = lin.caches if kv else (lin.out, lin.out)
     opts = dict(num_warps=warps)
     if pdl:
         opts["launch_pdl"] = True
     smem_gemv_kernel[(grid,)](lin.descs[rows], x, lin.nw if norm else lin.w, lin.res if lin.res_on else lin.out,
-                              lin.out, 1e-5, lin.n // rows, lin.k, rows, blocks_per_program(lin.n, rows, grid), norm,
-                              lin.res_on, read_only, pdl, warps, **opts)
+                              lin.out, lin.cos, lin.sin, *caches, lin.position if kv else lin.out, 1e-5,
+                              lin.n // rows, p.CACHE_LEN, lin.k, rows, lin.hd, blocks_per_program(lin.n, rows, grid),
+                              norm, lin.res_on, q_heads + kv_heads if rope else 0, q_heads if kv else heads, kv_heads,
+                              read_only, pdl, warps, **opts)
     return lin.out
+
+
+def reference(lin, x, form: str) -> tuple:
+    """What ``launch_smem`` computes, in fp32 (probe_pdl_preload.shipped_reference): q's columns and, for the "kv"
+    form, k's and v's heads at the cache position (what the caches get there)."""
+    import probe_pdl_preload as p
+
+    norm, rope, kv = FORMS.get(form, (False, False, False))
+    y = p.shipped_reference(lin, x, norm, rope)
+    if not kv:
+        return (y,)
+    kvn = (lin.n - lin.k) // 2
+    return y[:, :lin.k], y[:, lin.k:lin.k + kvn], y[:, lin.k + kvn:]
+
+
+def outputs_of(lin, form: str) -> tuple:
+    """``launch_smem``'s outputs as ``reference`` gives them."""
+    import probe_pdl_preload as p
+
+    if not FORMS.get(form, (False, False, False))[2]:
+        return (lin.out.clone(),)
+    at = p.CACHE_LEN // 2
+    return (lin.out[:, :lin.k].clone(), *[c[0, :, at].reshape(1, -1).clone() for c in lin.caches])
 
 
 def main():
@@ -189,42 +289,48 @@ def main():
         torch.manual_seed(0)
         lins = [p.Linear("1b", linear, torch.device("cuda")) for _ in range(16)]
         xs, ideal = p.chain_inputs(lins), lins[0].bytes() / (bw * 1e12) * 1e6
-        norm = linear == "qkv"
 
         def rec(variant, cfg, us, err=None, equal=None):
             rows.append(dict(chain=linear, variant=variant, cfg=cfg, us_per_gemv=round(us, 3),
                              pct_copy_bw=round(100 * ideal / us, 1), rel_err_vs_fp32=err, equals_plain=equal))
-            print(f"{linear:4} {variant:14} {str(cfg):40} {us:6.2f} us {100 * ideal / us:6.1f} %  err {err} "
+            print(f"{linear:4} {variant:18} {str(cfg):40} {us:6.2f} us {100 * ideal / us:6.1f} %  err {err} "
                   f"equal {equal}", flush=True)
 
         def chain(go):
             return p.time_graph(lambda: [go(lin, x) for lin, x in zip(lins, xs)]) / len(lins)
 
-        def outputs(go):
+        def outputs(go, form):
             for lin, x in zip(lins, xs):
                 go(lin, x)
             torch.cuda.synchronize()
-            return [lin.out.clone() for lin in lins]
+            return [outputs_of(lin, form) for lin in lins]
 
-        for cfg in CONFIGS:
-            cfg = dict(R=cfg[0], per_sm=cfg[1], warps=cfg[2])
-            try:
-                us = chain(lambda l, x: launch_smem(l, x, cfg, sms, norm, True))
-                twin = outputs(lambda l, x: launch_smem(l, x, cfg, sms, norm, True))
-                plain_us = chain(lambda l, x: launch_smem(l, x, cfg, sms, norm, False))
-                plain = outputs(lambda l, x: launch_smem(l, x, cfg, sms, norm, False))
-                # each link against its reference from its input (the previous link's output, as the chain left it)
-                err = max(p.rel_err(out, p.shipped_reference(l, x, norm, False)) for out, l, x in zip(plain, lins, xs))
-                same = all(torch.equal(a, b) for a, b in zip(twin, plain))
-                rec("smem+pdl", cfg, us, round(err, 5), same)
-                rec("smem", cfg, plain_us)
-                rec("smem-read+pdl", cfg, chain(lambda l, x: launch_smem(l, x, cfg, sms, norm, True, True)))
-            except Exception as e:  # a config that does not compile or fit: say so, go on
-                print(f"{linear} {cfg}: {type(e).__name__}: {str(e)[:300]}", flush=True)
-                rows.append(dict(chain=linear, variant="smem+pdl", cfg=cfg, error=f"{type(e).__name__}: {e}"[:500]))
+        forms = ("kv", "norm") if linear == "qkv" else ("res",)
+        for form in forms:
+            for cfg in CONFIGS if form != "norm" else CONFIGS[:3]:
+                cfg = dict(R=cfg[0], per_sm=cfg[1], warps=cfg[2])
+                try:
+                    us = chain(lambda l, x: launch_smem(l, x, cfg, sms, form, True))
+                    twin = outputs(lambda l, x: launch_smem(l, x, cfg, sms, form, True), form)
+                    plain_us = chain(lambda l, x: launch_smem(l, x, cfg, sms, form, False))
+                    plain = outputs(lambda l, x: launch_smem(l, x, cfg, sms, form, False), form)
+                    # each link against its reference from its input (the previous link's output, as the chain
+                    # left it)
+                    err = max(p.rel_err(o, r) for outs, l, x in zip(plain, lins, xs)
+                              for o, r in zip(outs, reference(l, x, form)))
+                    same = all(torch.equal(a, b) for ta, tb in zip(twin, plain) for a, b in zip(ta, tb))
+                    rec(f"smem+pdl {form}", cfg, us, round(err, 5), same)
+                    rec(f"smem {form}", cfg, plain_us)
+                    if form != "norm":
+                        rec(f"smem-read+pdl {form}", cfg, chain(lambda l, x: launch_smem(l, x, cfg, sms, form, True, True)))
+                except Exception as e:  # a config that does not compile or fit: say so, go on
+                    print(f"{linear} {form} {cfg}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+                    rows.append(dict(chain=linear, variant=f"smem+pdl {form}", cfg=cfg,
+                                     error=f"{type(e).__name__}: {e}"[:500]))
         if linear == "qkv":
-            rec("shipped+pdl (kv)", {}, chain(lambda l, x: p.launch_shipped_kv(l, x, True)))
-            rec("shipped+pdl", {}, chain(lambda l, x: p.launch_shipped(l, x, True)))
+            rec("shipped+pdl kv", {}, chain(lambda l, x: p.launch_kv_unset_y(l, x, True)))
+            rec("shipped kv", {}, chain(lambda l, x: p.launch_kv_unset_y(l, x, False)))
+            rec("shipped+pdl rope", {}, chain(lambda l, x: p.launch_shipped(l, x, True)))
         else:
             rec("shipped+pdl", {}, chain(lambda l, x: p.launch_shipped(l, x, True)))
         cfg = dict(R=8, warps=4, pdl=True)
