@@ -206,9 +206,15 @@ def weight_descriptor(w, rows: int, hd: int):
     segment: no bank conflict without a swizzle)."""
     n, k = w.shape
     s = k // SEG_COLS
-    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=5)
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=5)  # as descriptor_type's
     return TensorDescriptor(w, [n // hd, 2, hd // 2, s, SEG_COLS], [hd * k, hd // 2 * k, k, SEG_COLS, 1],
                             [1, 2, rows // 2, s, SEG_COLS], layout)
+
+
+def descriptor_type(rows: int, k: int) -> str:
+    """``weight_descriptor``'s argument type as Triton's signature spells it (compiling without a GPU)."""
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=5)
+    return f"tensordesc<bf16[1, 2, {rows // 2}, {k // SEG_COLS}, {SEG_COLS}],{layout!r}>"
 
 
 def blocks_per_program(n: int, rows: int, grid: int) -> int:

@@ -481,6 +481,45 @@ def test_mma_gemv_probe_takes_its_operands_from_the_lanes_loads_for_hopper():
                                   dict(K=2048, R=8, NORM=False, PDL=True, NUM_WARPS=8), num_warps=8)
 
 
+@pytest.mark.parametrize("form", ["kv", "norm", "res"])
+def test_smem_gemv_probe_stages_the_weights_before_the_wait_for_hopper(form):
+    """Design 25 as its docstring says, once compiled for sm_90 (Gluon): each block's weights requested by one TMA
+    copy, all before griddepcontrol.wait; no weight byte loaded to registers from global memory; after the wait the
+    x loads, the mbarrier waits, shared-memory reads and the stores (to the caches too in the "kv" form), no
+    cross-warp exchange (each row and its RoPE partner stay in one warp) and no spill."""
+    hopper = pytest.importorskip("tests.kernels.test_compile_for_hopper")
+    import probe_smem_gemv as probe
+
+    if hopper.GPUTarget is None or os.environ.get("TRITON_INTERPRET") == "1" or probe.gluon is None:
+        pytest.skip("needs triton's compiler with Gluon")
+    ptrs = ("x_ptr", "nw_ptr", "res_ptr", "out_ptr", "cos_ptr", "sin_ptr", "kc_ptr", "vc_ptr")
+    norm, rope, kv = probe.FORMS.get(form, (False, False, False))
+    for rows, per_sm, warps in probe.CONFIGS[:2]:
+        blocks = probe.blocks_per_program(3072, rows, 132 * per_sm)
+        types = dict(w_desc=probe.descriptor_type(rows, 2048), pos_ptr="*i64", eps="fp32", n_blocks="i32",
+                     cache_len="i32", **{p: "*bf16" for p in ptrs})
+        consts = dict(K=2048, R=rows, HD=64, BLOCKS=blocks, NORM=norm, RES=form == "res",
+                      ROPE_HEADS=40 if rope else 0, Q_HEADS=32 if kv else 48, KV_HEADS=8 if kv else 0,
+                      READ_ONLY=False, PDL=True, NUM_WARPS=warps)
+        asm = hopper.compile_for_hopper(probe.smem_gemv_kernel, types, consts, aligned=ptrs, num_warps=warps)
+        before, after = hopper.before_and_after_the_wait(asm["cubin"])
+        assert sum(s.startswith("UTMALDG.5D") for s in before) == blocks, (rows, per_sm, form)
+        assert not any(s.startswith("UTMALDG") for s in after)
+        loads = [s for s in before + after if s.startswith("LDG")]
+        # x [2048] (and the norm weight) in 16-byte loads by each lane of each warp; cos / sin and the position
+        assert sum(s.startswith("LDG.E.128") for s in after) == 2048 // (8 * 32), (rows, form)
+        assert sum(s.startswith("LDG.E.128") for s in before) == (2048 // (8 * 32) if norm else 0)
+        assert len(loads) <= 2 * 2048 // (8 * 32) + blocks * (4 * rope + 2 * (form == "res")) + kv, loads
+        assert sum(s.startswith("SYNCS.PHASECHK") for s in after) >= blocks
+        assert any(s.startswith("LDS.128") for s in after)
+        # no sum goes through shared memory (Triton still puts a barrier after the norm's reduction and before each
+        # later block's mbarrier wait)
+        assert not any(s.startswith("STS") for s in after), "a cross-warp exchange after the wait"
+        assert sum(s.startswith("BAR.") for s in after) <= blocks
+        assert sum(s.startswith("STG") for s in after) >= 2 * blocks
+        assert hopper.registers_per_thread(asm["cubin"])[1] == 0, "spills"
+
+
 def test_gemv_chain_bench_tiny_cpu(tmp_path):
     import bench_gemv_chain
 

@@ -31,7 +31,8 @@ HOPPER = dict(backend="cuda", arch=90, warp_size=32)
 
 
 def compile_for_hopper(fn, types: dict, constexprs: dict, aligned: tuple = (), **options) -> dict:
-    """Compile the @triton.jit ``fn`` for sm_90; ``types``: argument -> triton type ("*bf16", "i32", "fp32"),
+    """Compile the @triton.jit (or @gluon.jit) ``fn`` for sm_90; ``types``: argument -> triton type ("*bf16", "i32",
+    "fp32", "tensordesc<...>"),
     every other argument is a constexpr from ``constexprs`` (None where the kernel takes an absent tensor).
     ``aligned``: arguments known to be multiples of 16, as Triton's launcher specialises them at run time."""
     names = fn.arg_names
@@ -39,7 +40,10 @@ def compile_for_hopper(fn, types: dict, constexprs: dict, aligned: tuple = (), *
     const = {(i,): constexprs.get(n) for i, n in enumerate(names) if sig[n] == "constexpr"}
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in aligned}
     try:
-        kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=const, attrs=attrs),
+        source = ASTSource
+        if getattr(fn, "is_gluon", lambda: False)():
+            from triton.experimental.gluon._runtime import GluonASTSource as source
+        kernel = triton.compile(source(fn=fn, signature=sig, constexprs=const, attrs=attrs),
                                 target=GPUTarget(**HOPPER), options=options)
     except RuntimeError as e:  # ptxas missing from this triton build: nothing to check here
         if "ptxas" in str(e).lower():
