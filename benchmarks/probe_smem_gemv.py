@@ -273,6 +273,38 @@ def outputs_of(lin, form: str) -> tuple:
     return (lin.out[:, :lin.k].clone(), *[c[0, :, at].reshape(1, -1).clone() for c in lin.caches])
 
 
+def layer_rows(p, bw: float, sms: int, cfg: dict, layers: int = 16) -> list[dict]:
+    """probe_pdl_preload's layer chain (q/k/v in the cache-writing form -> o -> gate/up -> down, 16 layers, the first
+    GEMV plain and every later one a PDL twin) with the shipped q/k/v and with this kernel's at ``cfg``, each timed
+    whole and without the q/k/v: us per layer and what the q/k/v adds to it (% of the copy bandwidth)."""
+    import torch
+
+    torch.manual_seed(0)
+    chains = {linear: [p.Linear("1b", linear, torch.device("cuda")) for _ in range(layers)] for linear in p.LINEARS}
+    qkv = chains["qkv"][0]
+    ideal_qkv = qkv.bytes() / (bw * 1e12) * 1e6
+    layer_bytes = sum(chains[linear][0].bytes() for linear in p.LINEARS)
+    smem_kv = lambda lin, x, pdl: launch_smem(lin, x, cfg, sms, "kv", pdl)  # noqa: E731
+    rows = []
+
+    def layer_us(qkv_launch) -> float:
+        launches = {"qkv": qkv_launch, "o": p.launch_shipped, "gate_up": p.launch_shipped, "down": p.launch_shipped}
+        linears = p.LINEARS if qkv_launch else p.LINEARS[1:]
+        layer = [(chains[linear][i], launches[linear]) for i in range(layers) for linear in linears]
+        xs = p.chain_inputs([lin for lin, _ in layer])
+        return p.time_graph(lambda: [go(lin, x, j > 0) for j, ((lin, go), x) in enumerate(zip(layer, xs))]) / layers
+
+    without = layer_us(None)
+    for name, go in (("shipped q/k/v", p.launch_kv_unset_y), (f"smem q/k/v {cfg}", smem_kv)):
+        whole = layer_us(go)
+        for variant, us, ideal in ((f"layer, {name}", whole, layer_bytes / (bw * 1e12) * 1e6),
+                                   (f"q/k/v in the layer, {name}", whole - without, ideal_qkv)):
+            rows.append(dict(chain="layer", variant=variant, cfg=cfg, us_per_gemv=round(us, 3),
+                             pct_copy_bw=round(100 * ideal / us, 1)))
+            print(f"layer {variant:50} {us:7.2f} us {100 * ideal / us:6.1f} %", flush=True)
+    return rows
+
+
 def main():
     import argparse
     import json
@@ -287,6 +319,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "smem_gemv_probe.json"))
     ap.add_argument("--linears", nargs="+", default=["qkv", "o"])
+    ap.add_argument("--layer", action="store_true", help="then the shipped layer chain with the fastest q/k/v "
+                    "config of the run in its place: the layer, and what the q/k/v adds to it")
     args = ap.parse_args()
     bw = p.copy_bandwidth_gbs("cuda") / 1e3
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -341,6 +375,12 @@ def main():
             rec("shipped+pdl", {}, chain(lambda l, x: p.launch_shipped(l, x, True)))
         cfg = dict(R=8, warps=4, pdl=True)
         rec("read+pdl", cfg, chain(lambda l, x: p.launch(l, x, cfg, True)))
+    if args.layer:
+        kv_rows = [r for r in rows if r["variant"] == "smem+pdl kv" and r.get("equals_plain")
+                   and (r.get("rel_err_vs_fp32") or 1) < 0.02]
+        if kv_rows:
+            best = min(kv_rows, key=lambda r: r["us_per_gemv"])["cfg"]
+            rows += layer_rows(p, bw, sms, best)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(dict(**p.environment("cuda"), copy_tb_s=bw, rows=rows), f, indent=1)
