@@ -62,36 +62,40 @@ if gluon is not None:
 
     @gluon.jit
     def _request(w_desc, bar, buf, blk, n_blocks, R: gl.constexpr, K: gl.constexpr, HD: gl.constexpr):
-        """Block blk's weight rows into buf by one TMA copy, arriving on bar (nothing where blk >= n_blocks): R / 2
-        rows of a head's first half and the R / 2 rows HD / 2 below them (RoPE's pairs)."""
+        """Block blk's weight rows into buf [R, S, SEG] by two TMA copies of R / 2 consecutive rows (3-D boxes: run
+        1's single 5-D box of both was slower to copy), arriving on bar (nothing where blk >= n_blocks): R / 2 rows of
+        a head's first half, then the R / 2 rows HD / 2 below them (RoPE's pairs)."""
         ok = blk < n_blocks
         mbarrier.init(bar, count=1)
         mbarrier.expect(bar, R * K * 2, pred=ok)
         per_head: gl.constexpr = HD // R
-        tma_load(w_desc, [blk // per_head, 0, (blk % per_head) * (R // 2), 0, 0], bar, buf, pred=ok)
+        row = (blk // per_head) * HD + (blk % per_head) * (R // 2)
+        tma_load(w_desc, [row, 0, 0], bar, buf.slice(0, R // 2), pred=ok)
+        tma_load(w_desc, [row + HD // 2, 0, 0], bar, buf.slice(R // 2, R // 2), pred=ok)
 
     @gluon.jit
     def _block_out(buf, bar, x, blk, n_blocks, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr, pos, cache_len,
                    R: gl.constexpr, HD: gl.constexpr, RES: gl.constexpr, ROPE_HEADS: gl.constexpr,
-                   Q_HEADS: gl.constexpr, KV_HEADS: gl.constexpr, READ_ONLY: gl.constexpr, L5: gl.constexpr):
-        """Block blk's outputs once its copy has landed: buf [1, 2, R / 2, S, SEG] (rows j and j + HD / 2 of one
+                   Q_HEADS: gl.constexpr, KV_HEADS: gl.constexpr, READ_ONLY: gl.constexpr, L4: gl.constexpr):
+        """Block blk's outputs once its copies have landed: buf [R, S, SEG] (rows j, then j + HD / 2 of one
         head), x [S, SEG] fp32. Heads below ROPE_HEADS rotated (HF's rotate_half, eager's roundings); heads below
         Q_HEADS stored to out (+ residual), the next KV_HEADS to the k cache, the rest to the v cache (both
         [1, KV_HEADS, cache_len, HD], at position pos)."""
         if blk < n_blocks:
             mbarrier.wait(bar, 0)
-            w = buf.load(L5).to(gl.float32)
+            S: gl.constexpr = buf.shape[1]
+            w = buf.reshape([2, R // 2, S, SEG]).load(L4).to(gl.float32)
             if READ_ONLY:
-                y = gl.sum(gl.sum(w, axis=4), axis=3)
+                y = gl.sum(gl.sum(w, axis=3), axis=2)
             else:
-                y = gl.sum(gl.sum(w * x[None, None, None, :, :], axis=4), axis=3).to(gl.bfloat16).to(gl.float32)
-            LY: gl.constexpr = gl.SliceLayout(3, gl.SliceLayout(4, L5))  # y [1, 2, R / 2]
-            half_of = gl.arange(0, 2, layout=gl.SliceLayout(0, gl.SliceLayout(2, LY)))[None, :, None]
-            a = gl.sum(gl.where(half_of == 0, y, 0.0), axis=1)  # [1, R / 2]: rows j
-            b = gl.sum(gl.where(half_of == 1, y, 0.0), axis=1)  # rows j + HD / 2
+                y = gl.sum(gl.sum(w * x[None, None, :, :], axis=3), axis=2).to(gl.bfloat16).to(gl.float32)
+            LY: gl.constexpr = gl.SliceLayout(2, gl.SliceLayout(3, L4))  # y [2, R / 2]
+            half_of = gl.arange(0, 2, layout=gl.SliceLayout(1, LY))[:, None]
+            a = gl.sum(gl.where(half_of == 0, y, 0.0), axis=0)[None, :]  # [1, R / 2]: rows j
+            b = gl.sum(gl.where(half_of == 1, y, 0.0), axis=0)[None, :]  # rows j + HD / 2
             per_head: gl.constexpr = HD // R
             head = blk // per_head
-            j = (blk % per_head) * (R // 2) + gl.arange(0, R // 2, layout=gl.SliceLayout(0, gl.SliceLayout(1, LY)))
+            j = (blk % per_head) * (R // 2) + gl.arange(0, R // 2, layout=gl.SliceLayout(0, LY))
             j = j[None, :]
             if ROPE_HEADS > 0:
                 if head < ROPE_HEADS:
@@ -135,15 +139,15 @@ if gluon is not None:
         shares in an SM."""
         gl.static_assert(BLOCKS <= 4)
         S: gl.constexpr = K // SEG
-        # warps split a block by row pairs: each row's sum and its RoPE partner stay in one warp
-        L5: gl.constexpr = gl.BlockedLayout([1, 1, 1, 1, 8], [1, 1, 1, 1, 32], [1, 1, NUM_WARPS, 1, 1],
-                                            [4, 3, 2, 1, 0])
-        # x [S, SEG], whole in each warp; nested so that x[None, None, None] (expanded at axes 0, 1, 2 in turn) is L5's
-        LX: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, L5)))
+        # a block [2, R / 2, S, SEG]: warps split it by row pairs, so each row's sum and its RoPE partner stay in one
+        # warp
+        L4: gl.constexpr = gl.BlockedLayout([1, 1, 1, 8], [1, 1, 1, 32], [1, NUM_WARPS, 1, 1], [3, 2, 1, 0])
+        # x [S, SEG], whole in each warp; nested so that x[None, None] (expanded at axes 0, then 1) is L4's
+        LX: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(1, L4))
         pid = gl.program_id(0)
         grid = gl.num_programs(0)
         MB: gl.constexpr = mbarrier.MBarrierLayout()
-        shape: gl.constexpr = [1, 2, R // 2, S, SEG]
+        shape: gl.constexpr = [R, S, SEG]
         buf0 = gl.allocate_shared_memory(w_desc.dtype, shape, w_desc.layout)
         bar0 = gl.allocate_shared_memory(gl.int64, [1], MB)
         _request(w_desc, bar0, buf0, pid, n_blocks, R, K, HD)
@@ -178,22 +182,23 @@ if gluon is not None:
         if KV_HEADS > 0:
             pos = gl.load(pos_ptr)
         _block_out(buf0, bar0, x, pid, n_blocks, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr, pos, cache_len,
-                   R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, L5)
+                   R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, L4)
         if BLOCKS > 1:
             _block_out(buf1, bar1, x, pid + grid, n_blocks, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr, pos,
-                       cache_len, R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, L5)
+                       cache_len, R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, L4)
         if BLOCKS > 2:
             _block_out(buf2, bar2, x, pid + 2 * grid, n_blocks, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr,
-                       pos, cache_len, R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, L5)
+                       pos, cache_len, R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, L4)
         if BLOCKS > 3:
             _block_out(buf3, bar3, x, pid + 3 * grid, n_blocks, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr,
-                       pos, cache_len, R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, L5)
+                       pos, cache_len, R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, L4)
 
 
-# (R rows a block, programs an SM, warps). Run 0 (no RoPE, 3-D blocks of R consecutive rows): the 1B q/k/v with
-# the norm 4.86 us at (8, 2, 4), 5.23-5.50 elsewhere; one block a program below.
+# (R rows a block, programs an SM, warps). Run 0 (no RoPE, one 3-D box of R consecutive rows a block): the 1B q/k/v
+# with the norm 4.86 us at (8, 2, 4), 5.23-5.50 elsewhere; run 1 (one 5-D box of both halves) 5.45 us at best with
+# RoPE and the cache write, its read floor 0.4-1.0 us slower than run 0's.
 CONFIGS = (
-    (8, 2, 4), (8, 3, 4), (8, 3, 2), (4, 6, 2), (4, 6, 1), (16, 2, 8), (16, 2, 4), (4, 3, 2), (8, 2, 2), (2, 12, 1),
+    (8, 2, 4), (8, 1, 4), (4, 2, 4), (8, 3, 4), (16, 1, 8), (16, 2, 8), (4, 6, 2), (2, 12, 1),
 )
 FORMS = {  # name: (norm, rope, kv cache write), for the q/k/v; the o has a residual and none of them
     "kv": (True, True, True), "norm": (True, False, False),
@@ -201,20 +206,19 @@ FORMS = {  # name: (norm, rope, kv cache write), for the q/k/v; the o has a resi
 
 
 def weight_descriptor(w, rows: int, hd: int):
-    """W [N, K] bf16 as a TMA descriptor over its heads [N / hd, 2, hd / 2, K / 256, 256], box [1, 2, rows / 2,
-    K / 256, 256] (rows / 2 rows of a head's halves each), unswizzled (each lane reads 16 consecutive bytes of a
-    segment: no bank conflict without a swizzle)."""
+    """W [N, K] bf16 as a TMA descriptor over its [N, K / 256, 256] view, box [rows / 2, K / 256, 256] (rows / 2
+    consecutive rows), unswizzled (each lane reads 16 consecutive bytes of a segment: no bank conflict without a
+    swizzle). ``hd``: the head size (the blocks pair rows hd / 2 apart)."""
     n, k = w.shape
     s = k // SEG_COLS
-    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=5)  # as descriptor_type's
-    return TensorDescriptor(w, [n // hd, 2, hd // 2, s, SEG_COLS], [hd * k, hd // 2 * k, k, SEG_COLS, 1],
-                            [1, 2, rows // 2, s, SEG_COLS], layout)
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=3)  # as descriptor_type's
+    return TensorDescriptor(w, [n, s, SEG_COLS], [k, SEG_COLS, 1], [rows // 2, s, SEG_COLS], layout)
 
 
 def descriptor_type(rows: int, k: int) -> str:
     """``weight_descriptor``'s argument type as Triton's signature spells it (compiling without a GPU)."""
-    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=5)
-    return f"tensordesc<bf16[1, 2, {rows // 2}, {k // SEG_COLS}, {SEG_COLS}],{layout!r}>"
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=3)
+    return f"tensordesc<bf16[{rows // 2}, {k // SEG_COLS}, {SEG_COLS}],{layout!r}>"
 
 
 def blocks_per_program(n: int, rows: int, grid: int) -> int:

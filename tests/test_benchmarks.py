@@ -483,8 +483,8 @@ def test_mma_gemv_probe_takes_its_operands_from_the_lanes_loads_for_hopper():
 
 @pytest.mark.parametrize("form", ["kv", "norm", "res"])
 def test_smem_gemv_probe_stages_the_weights_before_the_wait_for_hopper(form):
-    """Design 25 as its docstring says, once compiled for sm_90 (Gluon): each block's weights requested by one TMA
-    copy, all before griddepcontrol.wait; no weight byte loaded to registers from global memory; after the wait the
+    """Design 25 as its docstring says, once compiled for sm_90 (Gluon): each block's weights requested by two TMA
+    copies (RoPE's halves), all before griddepcontrol.wait; no weight byte loaded to registers from global memory; after the wait the
     x loads, the mbarrier waits, shared-memory reads and the stores (to the caches too in the "kv" form), no
     cross-warp exchange (each row and its RoPE partner stay in one warp) and no spill."""
     hopper = pytest.importorskip("tests.kernels.test_compile_for_hopper")
@@ -503,7 +503,7 @@ def test_smem_gemv_probe_stages_the_weights_before_the_wait_for_hopper(form):
                       READ_ONLY=False, PDL=True, NUM_WARPS=warps)
         asm = hopper.compile_for_hopper(probe.smem_gemv_kernel, types, consts, aligned=ptrs, num_warps=warps)
         before, after = hopper.before_and_after_the_wait(asm["cubin"])
-        assert sum(s.startswith("UTMALDG.5D") for s in before) == blocks, (rows, per_sm, form)
+        assert sum(s.startswith("UTMALDG.3D") for s in before) == 2 * blocks, (rows, per_sm, form)  # RoPE's halves
         assert not any(s.startswith("UTMALDG") for s in after)
         loads = [s for s in before + after if s.startswith("LDG")]
         # x [2048] (and the norm weight) in 16-byte loads by each lane of each warp; cos / sin and the position
