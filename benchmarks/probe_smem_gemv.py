@@ -1,28 +1,41 @@
 """Design 25 (session 54): a decode GEMV that stages its whole share of the weights in shared memory before the PDL
-wait, so that the next kernel's programs fit beside its own and stream their weights during its tail.
+wait, so that the next kernel's programs fit beside its own and stream their weights during its tail. Not built into
+``decode_gemv``: in the form a decode step runs (RoPE, the cache write) it was slower than the shipped kernel, in its
+own chain and more so inside the layer (below).
 
-    python benchmarks/probe_smem_gemv.py            # GPU (sm_90, Gluon): chains of 16 PDL launches of the 1B q/k/v
-                                                    # and o, against the shipped kernel and the read floor
+    python benchmarks/probe_smem_gemv.py --layer    # GPU (sm_90, Gluon): chains of 16 PDL launches of the 1B q/k/v
+                                                    # (and o: --linears qkv o) against the shipped kernel and the
+                                                    # read floor; then the layer chain with the fastest q/k/v config
 
 Every earlier PDL design held its weight rows in registers: a program of the 1B q/k/v takes 69 registers a thread
 for one block of rows, six programs fill an SM's register file, and only one program of the next kernel fits
 beside them (session 53's ``--room``), so most of the next kernel's loads wait until this one's programs exit. Here
-the weights go to shared memory by TMA (one bulk copy per block of rows, tracked by an mbarrier) and the program
-holds none of them in registers until after the wait:
+the weights go to shared memory by TMA (copies tracked by an mbarrier) and the program holds none of them in
+registers until after the wait:
 
     kernel i:  for each block b of this program: tma_copy(W_i[rows_b, :] -> smem[b])   # all before the wait
                launch_dependents()                  # kernel i+1 may start; its programs fit beside these
                griddepcontrol.wait()                # kernel i-1 has finished: x_i is written
                x = x_i[:]; xn = rms_norm(x) * nw    # fp32, the exact form's roundings
-               for each block b: wait(bar[b]); y = smem[b] @ xn; out_i[rows_b] = y (+ residual)
+               for each block b: wait(bar[b]); y = smem[b] @ xn; rope; out_i[rows_b] = y (or the caches)
 
 The 1B q/k/v's 12 MiB is 95 KiB an SM over 132 SMs and the o's 8 MiB 64 KiB: two kernels' shares fit in one SM's
-228 KiB, so kernel i+1 loads its whole share while kernel i computes. The 8B shapes (48-56 MiB) do not fit in
-shared memory at all. Each row is K / 256 segments of 256 columns (a TMA box has at most 256 elements a
-dimension): W [N, K] is viewed as [N, K / 256, 256] and a block of R rows is one [R, K / 256, 256] copy.
+228 KiB. The 8B shapes (48-56 MiB) do not fit in shared memory at all. Each row is K / 256 segments of 256 columns (a
+TMA box has at most 256 elements a dimension): W [N, K] is viewed as [N, K / 256, 256]. A block is R / 2 rows of a
+head's first half and the R / 2 rows HD / 2 below them (RoPE's pairs), two copies of R / 2 consecutive rows. Warps
+split a block by row pairs, so each row's sum and its partner stay in one warp (no cross-warp exchange), and every
+warp keeps the whole normalised x (its square sum is one warp's reduction).
 
-Warps split a block by rows, so each row's sum stays in one warp (no cross-warp exchange), and every warp keeps
-the whole normalised x (its square sum is one warp's reduction, no barrier).
+Measured on an H100 80GB HBM3 (torch 2.11, triton 3.6; ``results/logs/s54_run0`` to ``s54_run2``), us per GEMV in a
+chain of 16 with PDL (every twin equal to its plain launch bit for bit):
+- run 0, one box of R consecutive rows a block and no RoPE (the q/k/v with the norm only): 4.86 us (85.5 % of the
+  copy bandwidth) at R = 8, 2 programs an SM, 4 warps, 5.23-6.98 at the other configs; its read floor (the same
+  copies and waits, no x) 4.23-4.74. The 1B o with the residual 3.83-4.33 against the shipped kernel's 3.28.
+- runs 1-2, the step's form (norm, RoPE, k / v to the caches only): 5.45-7.25 us against the shipped kernel's
+  5.33-5.34; the blocks' two halves as one 5-D box (run 1) or two 3-D copies (run 2) both copy slower (read floor
+  4.66-6.03) than one box of consecutive rows; the norm-only form here 5.04-5.06 at R = 8, 2 an SM.
+- inside the layer chain (q/k/v -> o -> gate/up -> down, the fastest kv config, R = 2, 12 an SM, 1 warp): the q/k/v
+  adds 6.66-6.73 us against the shipped kernel's 5.34-5.45 (the layer 44.39 against 43.07-43.11).
 """
 
 from __future__ import annotations
@@ -194,9 +207,7 @@ if gluon is not None:
                        pos, cache_len, R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, L4)
 
 
-# (R rows a block, programs an SM, warps). Run 0 (no RoPE, one 3-D box of R consecutive rows a block): the 1B q/k/v
-# with the norm 4.86 us at (8, 2, 4), 5.23-5.50 elsewhere; run 1 (one 5-D box of both halves) 5.45 us at best with
-# RoPE and the cache write, its read floor 0.4-1.0 us slower than run 0's.
+# (R rows a block, programs an SM, warps): run 2's (the module doc has each run's figures)
 CONFIGS = (
     (8, 2, 4), (8, 1, 4), (4, 2, 4), (8, 3, 4), (16, 1, 8), (16, 2, 8), (4, 6, 2), (2, 12, 1),
 )

@@ -873,8 +873,9 @@ case "${1:-}" in
          # register caps, with each compile's registers (does a twin gain only where the next kernel's programs fit?)
     timeout 200 python3 benchmarks/probe_pdl_preload.py --room --table-as "NVIDIA H200" \
       --out "$OUT/pdl_room.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -24 ;;
-  s54)  # (session 54) design 25: the 1B q/k/v and o with each program's weight share staged in shared memory by TMA
-         # before the PDL wait (Gluon), against the shipped PDL twins and the read floor
+  s54)  # (session 54; run 2: runs 0-1 ran earlier forms of the probe, with the o) design 25: the 1B q/k/v with each
+         # program's weight share staged in shared memory by TMA before the PDL wait (Gluon), against the shipped PDL
+         # twins and the read floor, then in the layer chain
     FUSION_PASSES_GEMV_TABLE_DEVICE="NVIDIA H200" timeout 450 python3 benchmarks/probe_smem_gemv.py --layer --linears qkv --out "$OUT/smem_gemv.json" 2>&1 | grep -v Warn | tail -70 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;

@@ -81,6 +81,11 @@ sink loads across): no faster where it fit the register cap (8B q/k/v 15.06 -> 1
 Session 53 had the PDL launch's program request every block it takes after its first into L2
 (``prefetch.global.L2``) before the wait: every PDL twin was slower, most below its plain launch (1B q/k/v with
 the cache write 5.33 -> 6.97 us, 8B 17.88 -> 28.21, 1B gate/up 22.79 -> 36.80; ``logs/s53_run0``); it was removed.
+Session 54 staged each PDL program's whole share of the 1B q/k/v in shared memory by TMA before the wait (a Gluon
+kernel, ``benchmarks/probe_smem_gemv.py``), so that no weight sits in registers and the next kernel's programs fit
+beside: 4.86 us with the norm only, but 5.45-7.25 us in the step's form against this kernel's 5.33 (RoPE's row pairs,
+32 rows apart, take two copies a block, which stream slower), and 6.66 us against 5.34 inside the layer chain
+(``logs/s54_run0`` to ``s54_run2``); not built in.
 
 Tile sizes are autotuned per shape.
 
