@@ -322,7 +322,6 @@ def layer_rows(p, bw: float, sms: int, cfg: dict, layers: int = 16) -> list[dict
 
 def main():
     import argparse
-    import json
     import os
     import sys
 
@@ -396,10 +395,7 @@ def main():
         if kv_rows:
             best = min(kv_rows, key=lambda r: r["us_per_gemv"])["cfg"]
             rows += layer_rows(p, bw, sms, best)
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(dict(**p.environment("cuda"), copy_tb_s=bw, rows=rows), f, indent=1)
-    print("wrote", args.out)
+    p.save(args.out, bw, [], rows, quiet=True)  # the rows were printed as they came
 
 
 if __name__ == "__main__":
