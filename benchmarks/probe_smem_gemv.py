@@ -376,7 +376,8 @@ def main():
                     rec(f"smem+pdl {form}", cfg, us, round(err, 5), same)
                     rec(f"smem {form}", cfg, plain_us)
                     if form != "norm":
-                        rec(f"smem-read+pdl {form}", cfg, chain(lambda l, x: launch_smem(l, x, cfg, sms, form, True, True)))
+                        floor = chain(lambda l, x: launch_smem(l, x, cfg, sms, form, True, True))
+                        rec(f"smem-read+pdl {form}", cfg, floor)
                 except Exception as e:  # a config that does not compile or fit: say so, go on
                     print(f"{linear} {form} {cfg}: {type(e).__name__}: {str(e)[:300]}", flush=True)
                     rows.append(dict(chain=linear, variant=f"smem+pdl {form}", cfg=cfg,

@@ -484,9 +484,9 @@ def test_mma_gemv_probe_takes_its_operands_from_the_lanes_loads_for_hopper():
 @pytest.mark.parametrize("form", ["kv", "norm", "res"])
 def test_smem_gemv_probe_stages_the_weights_before_the_wait_for_hopper(form):
     """Design 25 as its docstring says, once compiled for sm_90 (Gluon): each block's weights requested by two TMA
-    copies (RoPE's halves), all before griddepcontrol.wait; no weight byte loaded to registers from global memory; after the wait the
-    x loads, the mbarrier waits, shared-memory reads and the stores (to the caches too in the "kv" form), no
-    cross-warp exchange (each row and its RoPE partner stay in one warp) and no spill."""
+    copies (RoPE's halves), all before griddepcontrol.wait; no weight byte loaded to registers from global memory;
+    after the wait the x loads, the mbarrier waits, shared-memory reads and the stores (to the caches too in the
+    "kv" form), no cross-warp exchange (each row and its RoPE partner stay in one warp) and no spill."""
     hopper = pytest.importorskip("tests.kernels.test_compile_for_hopper")
     import probe_smem_gemv as probe
 
