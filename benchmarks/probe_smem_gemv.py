@@ -40,6 +40,11 @@ chain of 16 with PDL (every twin equal to its plain launch bit for bit):
 
 from __future__ import annotations
 
+import torch
+
+import probe_pdl_preload as p  # first: it puts the repository (fusion_passes) on the path
+from fusion_passes.kernels.pdl import gdc_launch_dependents, gdc_wait  # Gluon kernels call them as Triton's do
+
 try:
     import triton
     from triton.experimental import gluon
@@ -56,22 +61,7 @@ if gluon is not None:
     # the TMA load into shared memory: async_copy_global_to_shared in triton 3.4-3.6 (the GPU machine's), async_load
     # since (3.9 raises on the old name)
     tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
-
-    @gluon.jit
-    def _gdc_launch_dependents():
-        gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // dummy $0", "=r", [], dtype=gl.int32,
-                                  is_pure=False, pack=1)
-
-    @gluon.jit
-    def _gdc_wait():
-        gl.inline_asm_elementwise("griddepcontrol.wait; // dummy $0", "=r", [], dtype=gl.int32, is_pure=False,
-                                  pack=1)
-
-    @gluon.jit
-    def _kept(v):
-        """v through a select the compilers cannot fold: keeps each of RoPE's bf16 products a rounding of its own,
-        as eager's (gemv._kept)."""
-        return gl.where(v == v, v, v + v)
+    from fusion_passes.kernels.gemv import _kept  # RoPE's products each rounded on their own, as eager's
 
     @gluon.jit
     def _request(w_desc, bar, buf, blk, n_blocks, R: gl.constexpr, K: gl.constexpr, HD: gl.constexpr):
@@ -182,8 +172,8 @@ if gluon is not None:
         if NORM:
             nw = gl.load(nw_ptr + xo).to(gl.float32)
         if PDL:  # below: reads of what earlier kernels write, and this kernel's stores
-            _gdc_launch_dependents()
-            _gdc_wait()
+            gdc_launch_dependents()
+            gdc_wait()
         x = gl.zeros([S, SEG], gl.float32, LX)
         if not READ_ONLY:
             x = gl.load(x_ptr + xo).to(gl.float32)
@@ -240,8 +230,6 @@ def launch_smem(lin, x, cfg: dict, sms: int, form: str, pdl: bool, read_only: bo
     """The kernel on ``lin`` (probe_pdl_preload.Linear: w [N, K], nw, res, cos / sin, caches) into ``lin.out``
     (and for the "kv" form the caches of ``probe_pdl_preload.launch_shipped_kv``); form: a FORMS name (q/k/v)
     or "res" (the o)."""
-    import probe_pdl_preload as p
-
     rows, per_sm, warps = cfg["R"], cfg["per_sm"], cfg["warps"]
     norm, rope, kv = FORMS.get(form, (False, False, False))
     if getattr(lin, "caches", None) is None and kv:
@@ -268,8 +256,6 @@ def launch_smem(lin, x, cfg: dict, sms: int, form: str, pdl: bool, read_only: bo
 def reference(lin, x, form: str) -> tuple:
     """What ``launch_smem`` computes, in fp32 (probe_pdl_preload.shipped_reference): q's columns and, for the "kv"
     form, k's and v's heads at the cache position (what the caches get there)."""
-    import probe_pdl_preload as p
-
     norm, rope, kv = FORMS.get(form, (False, False, False))
     y = p.shipped_reference(lin, x, norm, rope)
     if not kv:
@@ -280,20 +266,16 @@ def reference(lin, x, form: str) -> tuple:
 
 def outputs_of(lin, form: str) -> tuple:
     """``launch_smem``'s outputs as ``reference`` gives them."""
-    import probe_pdl_preload as p
-
     if not FORMS.get(form, (False, False, False))[2]:
         return (lin.out.clone(),)
     at = p.CACHE_LEN // 2
     return (lin.out[:, :lin.k].clone(), *[c[0, :, at].reshape(1, -1).clone() for c in lin.caches])
 
 
-def layer_rows(p, bw: float, sms: int, cfg: dict, layers: int = 16) -> list[dict]:
+def layer_rows(bw: float, sms: int, cfg: dict, layers: int = 16) -> list[dict]:
     """probe_pdl_preload's layer chain (q/k/v in the cache-writing form -> o -> gate/up -> down, 16 layers, the first
     GEMV plain and every later one a PDL twin) with the shipped q/k/v and with this kernel's at ``cfg``, each timed
     whole and without the q/k/v: us per layer and what the q/k/v adds to it (% of the copy bandwidth)."""
-    import torch
-
     torch.manual_seed(0)
     chains = {linear: [p.Linear("1b", linear, torch.device("cuda")) for _ in range(layers)] for linear in p.LINEARS}
     qkv = chains["qkv"][0]
@@ -323,12 +305,6 @@ def layer_rows(p, bw: float, sms: int, cfg: dict, layers: int = 16) -> list[dict
 def main():
     import argparse
     import os
-    import sys
-
-    import torch
-
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import probe_pdl_preload as p
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "smem_gemv_probe.json"))
@@ -395,7 +371,7 @@ def main():
                    and (r.get("rel_err_vs_fp32") or 1) < 0.02]
         if kv_rows:
             best = min(kv_rows, key=lambda r: r["us_per_gemv"])["cfg"]
-            rows += layer_rows(p, bw, sms, best)
+            rows += layer_rows(bw, sms, best)
     p.save(args.out, bw, [], rows, quiet=True)  # the rows were printed as they came
 
 
