@@ -61,51 +61,88 @@ if gluon is not None:
     # the TMA load into shared memory: async_copy_global_to_shared in triton 3.4-3.6 (the GPU machine's), async_load
     # since (3.9 raises on the old name)
     tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+    thread_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # the CTA's barrier: 3.6's name, then 3.9's
     from fusion_passes.kernels.gemv import _kept  # RoPE's products each rounded on their own, as eager's
 
     @gluon.jit
-    def _request(w_desc, bar, buf, blk, n_blocks, R: gl.constexpr, K: gl.constexpr, HD: gl.constexpr):
-        """Block blk's weight rows into buf [R, S, SEG] by two TMA copies of R / 2 consecutive rows (3-D boxes: run
-        1's single 5-D box of both was slower to copy), arriving on bar (nothing where blk >= n_blocks): R / 2 rows of
-        a head's first half, then the R / 2 rows HD / 2 below them (RoPE's pairs)."""
+    def _request(w_desc, bar, buf, blk, n_blocks, R: gl.constexpr, K: gl.constexpr, HD: gl.constexpr,
+                 PAIRED: gl.constexpr):
+        """Block blk's weight rows into buf [R, S, SEG], arriving on bar (nothing where blk >= n_blocks). PAIRED
+        (the weight's rows interleaved once by ``paired_rows``): one TMA copy of R consecutive rows, R / 2 RoPE
+        pairs. Else two copies of R / 2 consecutive rows (3-D boxes: run 1's single 5-D box of both was slower to
+        copy): R / 2 rows of a head's first half, then the R / 2 rows HD / 2 below them (RoPE's pairs)."""
         ok = blk < n_blocks
         mbarrier.init(bar, count=1)
         mbarrier.expect(bar, R * K * 2, pred=ok)
-        per_head: gl.constexpr = HD // R
-        row = (blk // per_head) * HD + (blk % per_head) * (R // 2)
-        tma_load(w_desc, [row, 0, 0], bar, buf.slice(0, R // 2), pred=ok)
-        tma_load(w_desc, [row + HD // 2, 0, 0], bar, buf.slice(R // 2, R // 2), pred=ok)
+        if PAIRED:
+            tma_load(w_desc, [blk * R, 0, 0], bar, buf, pred=ok)
+        else:
+            per_head: gl.constexpr = HD // R
+            row = (blk // per_head) * HD + (blk % per_head) * (R // 2)
+            tma_load(w_desc, [row, 0, 0], bar, buf.slice(0, R // 2), pred=ok)
+            tma_load(w_desc, [row + HD // 2, 0, 0], bar, buf.slice(R // 2, R // 2), pred=ok)
 
     @gluon.jit
-    def _block_out(buf, bar, x, blk, n_blocks, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr, pos, cache_len,
-                   R: gl.constexpr, HD: gl.constexpr, RES: gl.constexpr, ROPE_HEADS: gl.constexpr,
-                   Q_HEADS: gl.constexpr, KV_HEADS: gl.constexpr, READ_ONLY: gl.constexpr, L4: gl.constexpr):
+    def _operands(blk, n_blocks, res_ptr, cos_ptr, sin_ptr, R: gl.constexpr, HD: gl.constexpr, RES: gl.constexpr,
+                  ROPE_HEADS: gl.constexpr, PAIRED: gl.constexpr, L4: gl.constexpr):
+        """Block blk's epilogue operands in its sums' layout: (j, cos / sin at j and j + HD / 2, the residual at its
+        two columns), j the columns of the block's first-half rows within their head ([1, R / 2], PAIRED [R / 2,
+        1]); zeros for what the form does not read."""
+        LY: gl.constexpr = gl.SliceLayout(2, gl.SliceLayout(3, L4))  # the block's sums, [2, R / 2] (PAIRED [R / 2, 2])
+        per_head: gl.constexpr = HD // R
+        head = blk // per_head
+        if PAIRED:
+            j = ((blk % per_head) * (R // 2) + gl.arange(0, R // 2, layout=gl.SliceLayout(1, LY)))[:, None]
+        else:
+            j = ((blk % per_head) * (R // 2) + gl.arange(0, R // 2, layout=gl.SliceLayout(0, LY)))[None, :]
+        zero = (j * 0).to(gl.float32)
+        c1, s1, c2, s2, r1, r2 = zero, zero, zero, zero, zero, zero
+        if ROPE_HEADS > 0:  # every head's j is a valid column of cos / sin [1, HD]
+            c1 = gl.load(cos_ptr + j).to(gl.float32)
+            s1 = gl.load(sin_ptr + j).to(gl.float32)
+            c2 = gl.load(cos_ptr + j + HD // 2).to(gl.float32)
+            s2 = gl.load(sin_ptr + j + HD // 2).to(gl.float32)
+        if RES:
+            ok = (j * 0 + blk) < n_blocks
+            r1 = gl.load(res_ptr + head * HD + j, mask=ok, other=0.0).to(gl.float32)
+            r2 = gl.load(res_ptr + head * HD + j + HD // 2, mask=ok, other=0.0).to(gl.float32)
+        return j, c1, s1, c2, s2, r1, r2
+
+    @gluon.jit
+    def _block_out(buf, bar, x, blk, n_blocks, early, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr, pos,
+                   cache_len, R: gl.constexpr, HD: gl.constexpr, RES: gl.constexpr, ROPE_HEADS: gl.constexpr,
+                   Q_HEADS: gl.constexpr, KV_HEADS: gl.constexpr, READ_ONLY: gl.constexpr, PAIRED: gl.constexpr,
+                   EARLY: gl.constexpr, L4: gl.constexpr):
         """Block blk's outputs once its copies have landed: buf [R, S, SEG] (rows j, then j + HD / 2 of one
-        head), x [S, SEG] fp32. Heads below ROPE_HEADS rotated (HF's rotate_half, eager's roundings); heads below
-        Q_HEADS stored to out (+ residual), the next KV_HEADS to the k cache, the rest to the v cache (both
-        [1, KV_HEADS, cache_len, HD], at position pos)."""
+        head; PAIRED: the pairs one after the other), x [S, SEG] fp32; ``early``: its ``_operands`` where EARLY
+        requested them (else they are requested here, after the sums). Heads below ROPE_HEADS rotated (HF's
+        rotate_half, eager's roundings); heads below Q_HEADS stored to out (+ residual), the next KV_HEADS to the
+        k cache, the rest to the v cache (both [1, KV_HEADS, cache_len, HD], at position pos)."""
         if blk < n_blocks:
             mbarrier.wait(bar, 0)
             S: gl.constexpr = buf.shape[1]
-            w = buf.reshape([2, R // 2, S, SEG]).load(L4).to(gl.float32)
+            HALF: gl.constexpr = 1 if PAIRED else 0  # the axis of a row's half in the block's sums
+            if PAIRED:
+                w = buf.reshape([R // 2, 2, S, SEG]).load(L4).to(gl.float32)
+            else:
+                w = buf.reshape([2, R // 2, S, SEG]).load(L4).to(gl.float32)
             if READ_ONLY:
                 y = gl.sum(gl.sum(w, axis=3), axis=2)
             else:
                 y = gl.sum(gl.sum(w * x[None, None, :, :], axis=3), axis=2).to(gl.bfloat16).to(gl.float32)
-            LY: gl.constexpr = gl.SliceLayout(2, gl.SliceLayout(3, L4))  # y [2, R / 2]
-            half_of = gl.arange(0, 2, layout=gl.SliceLayout(1, LY))[:, None]
-            a = gl.sum(gl.where(half_of == 0, y, 0.0), axis=0)[None, :]  # [1, R / 2]: rows j
-            b = gl.sum(gl.where(half_of == 1, y, 0.0), axis=0)[None, :]  # rows j + HD / 2
-            per_head: gl.constexpr = HD // R
-            head = blk // per_head
-            j = (blk % per_head) * (R // 2) + gl.arange(0, R // 2, layout=gl.SliceLayout(0, LY))
-            j = j[None, :]
+            LY: gl.constexpr = gl.SliceLayout(2, gl.SliceLayout(3, L4))
+            half_of = gl.arange(0, 2, layout=gl.SliceLayout(1 - HALF, LY))
+            half_of = half_of[None, :] if PAIRED else half_of[:, None]
+            a = gl.expand_dims(gl.sum(gl.where(half_of == 0, y, 0.0), axis=HALF), HALF)  # rows j
+            b = gl.expand_dims(gl.sum(gl.where(half_of == 1, y, 0.0), axis=HALF), HALF)  # rows j + HD / 2
+            if EARLY:
+                ops = early
+            else:
+                ops = _operands(blk, n_blocks, res_ptr, cos_ptr, sin_ptr, R, HD, RES, ROPE_HEADS, PAIRED, L4)
+            j, c1, s1, c2, s2, r1, r2 = ops
+            head = blk // (HD // R)
             if ROPE_HEADS > 0:
                 if head < ROPE_HEADS:
-                    c1 = gl.load(cos_ptr + j).to(gl.float32)
-                    s1 = gl.load(sin_ptr + j).to(gl.float32)
-                    c2 = gl.load(cos_ptr + j + HD // 2).to(gl.float32)
-                    s2 = gl.load(sin_ptr + j + HD // 2).to(gl.float32)
                     ra = (_kept((a * c1).to(gl.bfloat16)).to(gl.float32)
                           + _kept((-b * s1).to(gl.bfloat16)).to(gl.float32)).to(gl.bfloat16).to(gl.float32)
                     b = (_kept((b * c2).to(gl.bfloat16)).to(gl.float32)
@@ -114,8 +151,8 @@ if gluon is not None:
             if head < Q_HEADS:
                 col = head * HD + j
                 if RES:
-                    a = a + gl.load(res_ptr + col).to(gl.float32)
-                    b = b + gl.load(res_ptr + col + HD // 2).to(gl.float32)
+                    a = a + r1
+                    b = b + r2
                 gl.store(out_ptr + col, a.to(out_ptr.dtype.element_ty))
                 gl.store(out_ptr + col + HD // 2, b.to(out_ptr.dtype.element_ty))
             else:
@@ -133,18 +170,20 @@ if gluon is not None:
                          n_blocks, cache_len, K: gl.constexpr, R: gl.constexpr, HD: gl.constexpr,
                          BLOCKS: gl.constexpr, NORM: gl.constexpr, RES: gl.constexpr, ROPE_HEADS: gl.constexpr,
                          Q_HEADS: gl.constexpr, KV_HEADS: gl.constexpr, READ_ONLY: gl.constexpr, PDL: gl.constexpr,
-                         NUM_WARPS: gl.constexpr):
-        """The blocks pid, pid + grid, ... (BLOCKS <= 4 of them, R rows each, n_blocks in all) of W [N, K] viewed
-        as heads [N / HD, 2, HD / 2, K / SEG, SEG] (w_desc, box [1, 2, R / 2, K / SEG, SEG]): y = W @ xn, xn = x [K],
-        or with NORM eager's RMSNorm bf16(bf16(x * rsqrt(mean(x^2) + eps)) * nw); then ``_block_out``'s epilogue.
-        READ_ONLY: y = the rows' sums (the floor: the same copies and waits, no x). One buffer per block: Gluon's
-        allocations are powers of two in every dimension, and three blocks of 8 rows are what fits two kernels'
-        shares in an SM."""
+                         NUM_WARPS: gl.constexpr, PAIRED: gl.constexpr = False, EARLY: gl.constexpr = False):
+        """The blocks pid, pid + grid, ... (BLOCKS <= 4 of them, R rows each, n_blocks in all) of W [N, K] (w_desc
+        over its [N, K / SEG, SEG] view; PAIRED: of ``paired_rows(W)``): y = W @ xn, xn = x [K], or with NORM
+        eager's RMSNorm bf16(bf16(x * rsqrt(mean(x^2) + eps)) * nw); then ``_block_out``'s epilogue. EARLY: every
+        block's epilogue operands (cos / sin, the residual) requested right after the wait, before x, as the shipped
+        kernel does for its first block. READ_ONLY: y = the rows' sums (the floor: the same copies and waits, no
+        x). One buffer per block: Gluon's allocations are powers of two in every dimension, and three blocks of 8
+        rows are what fits two kernels' shares in an SM."""
         gl.static_assert(BLOCKS <= 4)
         S: gl.constexpr = K // SEG
-        # a block [2, R / 2, S, SEG]: warps split it by row pairs, so each row's sum and its RoPE partner stay in one
-        # warp
-        L4: gl.constexpr = gl.BlockedLayout([1, 1, 1, 8], [1, 1, 1, 32], [1, NUM_WARPS, 1, 1], [3, 2, 1, 0])
+        # a block [2, R / 2, S, SEG] (PAIRED [R / 2, 2, S, SEG]): warps split it by row pairs, so each row's sum and
+        # its RoPE partner stay in one warp
+        WARPS: gl.constexpr = [NUM_WARPS, 1, 1, 1] if PAIRED else [1, NUM_WARPS, 1, 1]
+        L4: gl.constexpr = gl.BlockedLayout([1, 1, 1, 8], [1, 1, 1, 32], WARPS, [3, 2, 1, 0])
         # x [S, SEG], whole in each warp; nested so that x[None, None] (expanded at axes 0, then 1) is L4's
         LX: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(1, L4))
         pid = gl.program_id(0)
@@ -153,19 +192,19 @@ if gluon is not None:
         shape: gl.constexpr = [R, S, SEG]
         buf0 = gl.allocate_shared_memory(w_desc.dtype, shape, w_desc.layout)
         bar0 = gl.allocate_shared_memory(gl.int64, [1], MB)
-        _request(w_desc, bar0, buf0, pid, n_blocks, R, K, HD)
+        _request(w_desc, bar0, buf0, pid, n_blocks, R, K, HD, PAIRED)
         if BLOCKS > 1:
             buf1 = gl.allocate_shared_memory(w_desc.dtype, shape, w_desc.layout)
             bar1 = gl.allocate_shared_memory(gl.int64, [1], MB)
-            _request(w_desc, bar1, buf1, pid + grid, n_blocks, R, K, HD)
+            _request(w_desc, bar1, buf1, pid + grid, n_blocks, R, K, HD, PAIRED)
         if BLOCKS > 2:
             buf2 = gl.allocate_shared_memory(w_desc.dtype, shape, w_desc.layout)
             bar2 = gl.allocate_shared_memory(gl.int64, [1], MB)
-            _request(w_desc, bar2, buf2, pid + 2 * grid, n_blocks, R, K, HD)
+            _request(w_desc, bar2, buf2, pid + 2 * grid, n_blocks, R, K, HD, PAIRED)
         if BLOCKS > 3:
             buf3 = gl.allocate_shared_memory(w_desc.dtype, shape, w_desc.layout)
             bar3 = gl.allocate_shared_memory(gl.int64, [1], MB)
-            _request(w_desc, bar3, buf3, pid + 3 * grid, n_blocks, R, K, HD)
+            _request(w_desc, bar3, buf3, pid + 3 * grid, n_blocks, R, K, HD, PAIRED)
         seg = gl.arange(0, S, layout=gl.SliceLayout(1, LX))[:, None]
         col = gl.arange(0, SEG, layout=gl.SliceLayout(0, LX))[None, :]
         xo = seg * SEG + col
@@ -174,6 +213,21 @@ if gluon is not None:
         if PDL:  # below: reads of what earlier kernels write, and this kernel's stores
             gdc_launch_dependents()
             gdc_wait()
+        e0, e1, e2, e3 = 0, 0, 0, 0  # unused unless EARLY
+        pos = 0
+        if EARLY:  # ptxas issues these after x's loads have returned unless a barrier keeps them ahead
+            if KV_HEADS > 0:
+                pos = gl.load(pos_ptr)
+            e0 = _operands(pid, n_blocks, res_ptr, cos_ptr, sin_ptr, R, HD, RES, ROPE_HEADS, PAIRED, L4)
+            if BLOCKS > 1:
+                e1 = _operands(pid + grid, n_blocks, res_ptr, cos_ptr, sin_ptr, R, HD, RES, ROPE_HEADS, PAIRED, L4)
+            if BLOCKS > 2:
+                e2 = _operands(pid + 2 * grid, n_blocks, res_ptr, cos_ptr, sin_ptr, R, HD, RES, ROPE_HEADS, PAIRED,
+                               L4)
+            if BLOCKS > 3:
+                e3 = _operands(pid + 3 * grid, n_blocks, res_ptr, cos_ptr, sin_ptr, R, HD, RES, ROPE_HEADS, PAIRED,
+                               L4)
+            thread_barrier()
         x = gl.zeros([S, SEG], gl.float32, LX)
         if not READ_ONLY:
             x = gl.load(x_ptr + xo).to(gl.float32)
@@ -181,20 +235,21 @@ if gluon is not None:
                 rstd = gl.rsqrt(gl.sum(gl.sum(x * x, axis=1), axis=0) / K + eps)
                 x = (x * rstd).to(gl.bfloat16).to(gl.float32)
                 x = (x * nw).to(gl.bfloat16).to(gl.float32)
-        pos = 0
-        if KV_HEADS > 0:
+        if KV_HEADS > 0 and not EARLY:
             pos = gl.load(pos_ptr)
-        _block_out(buf0, bar0, x, pid, n_blocks, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr, pos, cache_len,
-                   R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, L4)
+        _block_out(buf0, bar0, x, pid, n_blocks, e0, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr, pos,
+                   cache_len, R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, PAIRED, EARLY, L4)
         if BLOCKS > 1:
-            _block_out(buf1, bar1, x, pid + grid, n_blocks, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr, pos,
-                       cache_len, R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, L4)
+            _block_out(buf1, bar1, x, pid + grid, n_blocks, e1, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr,
+                       pos, cache_len, R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, PAIRED, EARLY, L4)
         if BLOCKS > 2:
-            _block_out(buf2, bar2, x, pid + 2 * grid, n_blocks, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr,
-                       pos, cache_len, R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, L4)
+            _block_out(buf2, bar2, x, pid + 2 * grid, n_blocks, e2, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr,
+                       vc_ptr, pos, cache_len, R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, PAIRED, EARLY,
+                       L4)
         if BLOCKS > 3:
-            _block_out(buf3, bar3, x, pid + 3 * grid, n_blocks, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr,
-                       pos, cache_len, R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, L4)
+            _block_out(buf3, bar3, x, pid + 3 * grid, n_blocks, e3, res_ptr, out_ptr, cos_ptr, sin_ptr, kc_ptr,
+                       vc_ptr, pos, cache_len, R, HD, RES, ROPE_HEADS, Q_HEADS, KV_HEADS, READ_ONLY, PAIRED, EARLY,
+                       L4)
 
 
 # (R rows a block, programs an SM, warps): run 2's (the module doc has each run's figures)
@@ -204,22 +259,32 @@ CONFIGS = (
 FORMS = {  # name: (norm, rope, kv cache write), for the q/k/v; the o has a residual and none of them
     "kv": (True, True, True), "norm": (True, False, False),
 }
+# design 26 (session 55): (paired, early) for each of CONFIGS; run 2's form is (False, False)
+VARIANTS = ((True, True), (True, False), (False, True))
 
 
-def weight_descriptor(w, rows: int, hd: int):
+def paired_rows(w: torch.Tensor, hd: int) -> torch.Tensor:
+    """W [N, K] with each head's rows interleaved once (a copy): row 2i of a head is its row i, row 2i + 1 its row
+    i + hd / 2 (RoPE's partner), so R consecutive rows are R / 2 whole pairs, one TMA box."""
+    n, k = w.shape
+    return w.view(n // hd, 2, hd // 2, k).transpose(1, 2).reshape(n, k).contiguous()
+
+
+def weight_descriptor(w, rows: int, paired: bool = False):
     """W [N, K] bf16 as a TMA descriptor over its [N, K / 256, 256] view, box [rows / 2, K / 256, 256] (rows / 2
-    consecutive rows), unswizzled (each lane reads 16 consecutive bytes of a segment: no bank conflict without a
-    swizzle). ``hd``: the head size (the blocks pair rows hd / 2 apart)."""
+    consecutive rows; ``paired``: rows, over ``paired_rows(W)``), unswizzled (each lane reads 16 consecutive bytes
+    of a segment: no bank conflict without a swizzle)."""
     n, k = w.shape
     s = k // SEG_COLS
     layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=3)  # as descriptor_type's
-    return TensorDescriptor(w, [n, s, SEG_COLS], [k, SEG_COLS, 1], [rows // 2, s, SEG_COLS], layout)
+    return TensorDescriptor(w, [n, s, SEG_COLS], [k, SEG_COLS, 1], [rows if paired else rows // 2, s, SEG_COLS],
+                            layout)
 
 
-def descriptor_type(rows: int, k: int) -> str:
+def descriptor_type(rows: int, k: int, paired: bool = False) -> str:
     """``weight_descriptor``'s argument type as Triton's signature spells it (compiling without a GPU)."""
     layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=3)
-    return f"tensordesc<bf16[{rows // 2}, {k // SEG_COLS}, {SEG_COLS}],{layout!r}>"
+    return f"tensordesc<bf16[{rows if paired else rows // 2}, {k // SEG_COLS}, {SEG_COLS}],{layout!r}>"
 
 
 def blocks_per_program(n: int, rows: int, grid: int) -> int:
@@ -229,15 +294,21 @@ def blocks_per_program(n: int, rows: int, grid: int) -> int:
 def launch_smem(lin, x, cfg: dict, sms: int, form: str, pdl: bool, read_only: bool = False):
     """The kernel on ``lin`` (probe_pdl_preload.Linear: w [N, K], nw, res, cos / sin, caches) into ``lin.out``
     (and for the "kv" form the caches of ``probe_pdl_preload.launch_shipped_kv``); form: a FORMS name (q/k/v)
-    or "res" (the o)."""
+    or "res" (the o). cfg: R, per_sm, warps, and optionally paired / early (design 26)."""
     rows, per_sm, warps = cfg["R"], cfg["per_sm"], cfg["warps"]
+    paired, early = cfg.get("paired", False), cfg.get("early", False)
     norm, rope, kv = FORMS.get(form, (False, False, False))
     if getattr(lin, "caches", None) is None and kv:
         p.launch_shipped_kv(lin, x)  # makes the caches and the position
     if getattr(lin, "descs", None) is None:
         lin.descs = {}
-    if rows not in lin.descs:
-        lin.descs[rows] = weight_descriptor(lin.w, rows, lin.hd)
+    if (rows, paired) not in lin.descs:
+        w = lin.w
+        if paired:
+            if getattr(lin, "w_paired", None) is None:
+                lin.w_paired = paired_rows(lin.w, lin.hd)
+            w = lin.w_paired
+        lin.descs[rows, paired] = weight_descriptor(w, rows, paired)
     heads, q_heads = lin.n // lin.hd, lin.k // lin.hd
     kv_heads = (heads - q_heads) // 2 if kv else 0
     grid = min(sms * per_sm, lin.n // rows)
@@ -245,11 +316,12 @@ def launch_smem(lin, x, cfg: dict, sms: int, form: str, pdl: bool, read_only: bo
     opts = dict(num_warps=warps)
     if pdl:
         opts["launch_pdl"] = True
-    smem_gemv_kernel[(grid,)](lin.descs[rows], x, lin.nw if norm else lin.w, lin.res if lin.res_on else lin.out,
-                              lin.out, lin.cos, lin.sin, *caches, lin.position if kv else lin.out, 1e-5,
-                              lin.n // rows, p.CACHE_LEN, lin.k, rows, lin.hd, blocks_per_program(lin.n, rows, grid),
-                              norm, lin.res_on, q_heads + kv_heads if rope else 0, q_heads if kv else heads, kv_heads,
-                              read_only, pdl, warps, **opts)
+    smem_gemv_kernel[(grid,)](lin.descs[rows, paired], x, lin.nw if norm else lin.w,
+                              lin.res if lin.res_on else lin.out, lin.out, lin.cos, lin.sin, *caches,
+                              lin.position if kv else lin.out, 1e-5, lin.n // rows, p.CACHE_LEN, lin.k, rows, lin.hd,
+                              blocks_per_program(lin.n, rows, grid), norm, lin.res_on,
+                              q_heads + kv_heads if rope else 0, q_heads if kv else heads, kv_heads, read_only, pdl,
+                              warps, paired, early, **opts)
     return lin.out
 
 
@@ -311,6 +383,8 @@ def main():
     ap.add_argument("--linears", nargs="+", default=["qkv", "o"])
     ap.add_argument("--layer", action="store_true", help="then the shipped layer chain with the fastest q/k/v "
                     "config of the run in its place: the layer, and what the q/k/v adds to it")
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), type=lambda v: tuple(c == "1" for c in v),
+                    help="(paired, early) pairs as two digits each, e.g. 11 10 01 00 (00: run 2's form)")
     args = ap.parse_args()
     bw = p.copy_bandwidth_gbs("cuda") / 1e3
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -323,7 +397,7 @@ def main():
         def rec(variant, cfg, us, err=None, equal=None):
             rows.append(dict(chain=linear, variant=variant, cfg=cfg, us_per_gemv=round(us, 3),
                              pct_copy_bw=round(100 * ideal / us, 1), rel_err_vs_fp32=err, equals_plain=equal))
-            print(f"{linear:4} {variant:18} {str(cfg):40} {us:6.2f} us {100 * ideal / us:6.1f} %  err {err} "
+            print(f"{linear:4} {variant:18} {str(cfg):76} {us:6.2f} us {100 * ideal / us:6.1f} %  err {err} "
                   f"equal {equal}", flush=True)
 
         def chain(go):
@@ -337,8 +411,11 @@ def main():
 
         forms = ("kv", "norm") if linear == "qkv" else ("res",)
         for form in forms:
-            for cfg in CONFIGS if form != "norm" else CONFIGS[:3]:
-                cfg = dict(R=cfg[0], per_sm=cfg[1], warps=cfg[2])
+            # the norm-only form has no epilogue operands to request early: one box of consecutive rows is run 0's
+            variants = args.variants if form != "norm" else ((True, False),)
+            for (rows, per_sm, warps), (paired, early) in [(c, v) for c in (CONFIGS if form != "norm" else CONFIGS[:3])
+                                                           for v in variants]:
+                cfg = dict(R=rows, per_sm=per_sm, warps=warps, paired=paired, early=early)
                 try:
                     us = chain(lambda l, x: launch_smem(l, x, cfg, sms, form, True))
                     twin = outputs(lambda l, x: launch_smem(l, x, cfg, sms, form, True), form)

@@ -481,12 +481,15 @@ def test_mma_gemv_probe_takes_its_operands_from_the_lanes_loads_for_hopper():
                                   dict(K=2048, R=8, NORM=False, PDL=True, NUM_WARPS=8), num_warps=8)
 
 
+@pytest.mark.parametrize("paired, early", [(False, False), (True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("form", ["kv", "norm", "res"])
-def test_smem_gemv_probe_stages_the_weights_before_the_wait_for_hopper(form):
-    """Design 25 as its docstring says, once compiled for sm_90 (Gluon): each block's weights requested by two TMA
-    copies (RoPE's halves), all before griddepcontrol.wait; no weight byte loaded to registers from global memory;
-    after the wait the x loads, the mbarrier waits, shared-memory reads and the stores (to the caches too in the
-    "kv" form), no cross-warp exchange (each row and its RoPE partner stay in one warp) and no spill."""
+def test_smem_gemv_probe_stages_the_weights_before_the_wait_for_hopper(form, paired, early):
+    """Designs 25-26 as the probe's docstring says, once compiled for sm_90 (Gluon): each block's weights requested
+    by two TMA copies (RoPE's halves; ``paired``: one), all before griddepcontrol.wait; no weight byte loaded to
+    registers from global memory; after the wait the x loads, the mbarrier waits, shared-memory reads and the stores
+    (to the caches too in the "kv" form), no cross-warp exchange (each row and its RoPE partner stay in one warp)
+    and no spill. ``early``: every block's cos / sin (or residual) and the cache position requested right after the
+    wait, ahead of x, with nothing else before x's loads."""
     hopper = pytest.importorskip("tests.kernels.test_compile_for_hopper")
     import probe_smem_gemv as probe
 
@@ -496,14 +499,15 @@ def test_smem_gemv_probe_stages_the_weights_before_the_wait_for_hopper(form):
     norm, rope, kv = probe.FORMS.get(form, (False, False, False))
     for rows, per_sm, warps in probe.CONFIGS[:2]:
         blocks = probe.blocks_per_program(3072, rows, 132 * per_sm)
-        types = dict(w_desc=probe.descriptor_type(rows, 2048), pos_ptr="*i64", eps="fp32", n_blocks="i32",
+        types = dict(w_desc=probe.descriptor_type(rows, 2048, paired), pos_ptr="*i64", eps="fp32", n_blocks="i32",
                      cache_len="i32", **{p: "*bf16" for p in ptrs})
         consts = dict(K=2048, R=rows, HD=64, BLOCKS=blocks, NORM=norm, RES=form == "res",
                       ROPE_HEADS=40 if rope else 0, Q_HEADS=32 if kv else 48, KV_HEADS=8 if kv else 0,
-                      READ_ONLY=False, PDL=True, NUM_WARPS=warps)
+                      READ_ONLY=False, PDL=True, NUM_WARPS=warps, PAIRED=paired, EARLY=early)
         asm = hopper.compile_for_hopper(probe.smem_gemv_kernel, types, consts, aligned=ptrs, num_warps=warps)
         before, after = hopper.before_and_after_the_wait(asm["cubin"])
-        assert sum(s.startswith("UTMALDG.3D") for s in before) == 2 * blocks, (rows, per_sm, form)  # RoPE's halves
+        copies = blocks if paired else 2 * blocks  # RoPE's halves: one box of interleaved pairs, or two
+        assert sum(s.startswith("UTMALDG.3D") for s in before) == copies, (rows, per_sm, form)
         assert not any(s.startswith("UTMALDG") for s in after)
         loads = [s for s in before + after if s.startswith("LDG")]
         # x [2048] (and the norm weight) in 16-byte loads by each lane of each warp; cos / sin and the position
@@ -513,11 +517,19 @@ def test_smem_gemv_probe_stages_the_weights_before_the_wait_for_hopper(form):
         assert sum(s.startswith("SYNCS.PHASECHK") for s in after) >= blocks
         assert any(s.startswith("LDS.128") for s in after)
         # no sum goes through shared memory (Triton still puts a barrier after the norm's reduction and before each
-        # later block's mbarrier wait)
+        # later block's mbarrier wait; ``early`` one more ahead of x)
         assert not any(s.startswith("STS") for s in after), "a cross-warp exchange after the wait"
-        assert sum(s.startswith("BAR.") for s in after) <= blocks
+        assert sum(s.startswith("BAR.") for s in after) <= blocks + early
         assert sum(s.startswith("STG") for s in after) >= 2 * blocks
         assert hopper.registers_per_thread(asm["cubin"])[1] == 0, "spills"
+        x_at = min(i for i, s in enumerate(after) if s.startswith("LDG.E.128"))
+        operands = [i for i, s in enumerate(after) if s.startswith("LDG") and not s.startswith("LDG.E.128")]
+        if early:  # the epilogue's operands all requested before x, and only they
+            assert len(operands) == blocks * (4 * rope + 2 * (form == "res")) + kv, (rows, form)
+            assert all(i < x_at for i in operands), (rows, form)
+            assert not [s for s in after[:x_at] if s.startswith(("LDS", "SYNCS", "STG"))]
+        else:
+            assert not [i for i in operands if i < x_at]
 
 
 def test_gemv_chain_bench_tiny_cpu(tmp_path):
