@@ -36,6 +36,15 @@ chain of 16 with PDL (every twin equal to its plain launch bit for bit):
   4.66-6.03) than one box of consecutive rows; the norm-only form here 5.04-5.06 at R = 8, 2 an SM.
 - inside the layer chain (q/k/v -> o -> gate/up -> down, the fastest kv config, R = 2, 12 an SM, 1 warp): the q/k/v
   adds 6.66-6.73 us against the shipped kernel's 5.34-5.45 (the layer 44.39 against 43.07-43.11).
+
+Design 26 (session 55, ``--variants``, ``run_gpu.sh s55``) takes on the two costs run 2 showed in the step's form.
+Its kv form took 0.55-1.2 us more than its read floor where the norm-only form took 0.1: each block's cos / sin were
+requested only after its sums (one more round trip), where the shipped kernel requests its first block's right after
+the wait. And the two copies a block streamed slower than one. So (flags of ``smem_gemv_kernel``):
+
+    EARLY:   after the wait, every block's cos / sin (the o: residual) and the cache position, then a barrier, then x
+    PAIRED:  W' = paired_rows(W) once (a copy: row 2i of a head is its row i, row 2i + 1 its row i + HD / 2), so a
+             block of R consecutive rows of W' is R / 2 whole RoPE pairs: one TMA box, as run 0's
 """
 
 from __future__ import annotations
