@@ -431,9 +431,9 @@ def main():
         for form in forms:
             # the norm-only form has no epilogue operands to request early: one box of consecutive rows is run 0's
             variants = args.variants if form != "norm" else ((True, False),)
-            for (paired, early), (rows, per_sm, warps) in [(v, c) for v in variants
-                                                           for c in (CONFIGS if form != "norm" else CONFIGS[:3])]:
-                cfg = dict(R=rows, per_sm=per_sm, warps=warps, paired=paired, early=early)
+            for (paired, early), (r, per_sm, warps) in [(v, c) for v in variants
+                                                        for c in (CONFIGS if form != "norm" else CONFIGS[:3])]:
+                cfg = dict(R=r, per_sm=per_sm, warps=warps, paired=paired, early=early)
                 try:
                     us = chain(lambda l, x: launch_smem(l, x, cfg, sms, form, True))
                     twin = outputs(lambda l, x: launch_smem(l, x, cfg, sms, form, True), form)
