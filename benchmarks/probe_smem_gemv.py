@@ -1,11 +1,13 @@
-"""Design 25 (session 54): a decode GEMV that stages its whole share of the weights in shared memory before the PDL
-wait, so that the next kernel's programs fit beside its own and stream their weights during its tail. Not built into
-``decode_gemv``: in the form a decode step runs (RoPE, the cache write) it was slower than the shipped kernel, in its
-own chain and more so inside the layer (below).
+"""Designs 25-26 (sessions 54-55): a decode GEMV that stages its whole share of the weights in shared memory before the
+PDL wait, so that the next kernel's programs fit beside its own and stream their weights during its tail. Not built
+into ``decode_gemv``: in the form a decode step runs (RoPE, the cache write) design 25 was slower than the shipped
+kernel; design 26 is 0.2 us faster in a chain of its own twins (81.6 %, short of #8's 85 %) but 3 us slower inside the
+layer (below).
 
     python benchmarks/probe_smem_gemv.py --layer    # GPU (sm_90, Gluon): chains of 16 PDL launches of the 1B q/k/v
                                                     # (and o: --linears qkv o) against the shipped kernel and the
                                                     # read floor; then the layer chain with the fastest q/k/v config
+                                                    # (--variants 11 10 01 00: design 26's flags, below)
 
 Every earlier PDL design held its weight rows in registers: a program of the 1B q/k/v takes 69 registers a thread
 for one block of rows, six programs fill an SM's register file, and only one program of the next kernel fits
@@ -45,6 +47,19 @@ the wait. And the two copies a block streamed slower than one. So (flags of ``sm
     EARLY:   after the wait, every block's cos / sin (the o: residual) and the cache position, then a barrier, then x
     PAIRED:  W' = paired_rows(W) once (a copy: row 2i of a head is its row i, row 2i + 1 its row i + HD / 2), so a
              block of R consecutive rows of W' is R / 2 whole RoPE pairs: one TMA box, as run 0's
+
+Measured on an H100 80GB HBM3 (torch 2.11, triton 3.6; ``results/logs/s55_run0`` to ``s55_run2``), the step's form,
+us per GEMV with PDL, the shipped kernel 5.32-5.49 in the same runs (every twin equal to its plain launch bit for
+bit, relative error against fp32 0.006 as before):
+- EARLY is worth 0.2-0.5 us: paired 5.49-5.82 -> 5.16-5.38 at the five configs with 2 or more programs an SM
+  (R = 4 at 2 an SM: 7.3-7.4 either way); unpaired with EARLY 5.12-5.41 (run 2 without it: 5.46-5.88). The fastest,
+  5.12-5.13 (81.4-81.6 %), is unpaired at R = 8, 3 programs an SM, 4 warps; 4.91 would be 85 %.
+- PAIRED is worth nothing: the read floors are the same either way (4.68-4.98 at those configs), so session 54's
+  reading, that two copies a block stream slower than one box, was wrong; the copies into shared memory stream at
+  4.7 us, slower than the 4.25 us of a register kernel's PDL read (``read+pdl``). The norm-only form here 5.08-5.13
+  (run 0's 4.86 did not recur).
+- Inside the layer chain (fastest EARLY config of each run) the q/k/v adds 8.52-8.68 us against the shipped 5.41-5.50.
+So design 26 beats the shipped kernel by 0.2 us in a chain of its own twins and loses 3 us a layer; not built in.
 """
 
 from __future__ import annotations

@@ -877,8 +877,9 @@ case "${1:-}" in
          # program's weight share staged in shared memory by TMA before the PDL wait (Gluon), against the shipped PDL
          # twins and the read floor, then in the layer chain
     FUSION_PASSES_GEMV_TABLE_DEVICE="NVIDIA H200" timeout 450 python3 benchmarks/probe_smem_gemv.py --layer --linears qkv --out "$OUT/smem_gemv.json" 2>&1 | grep -v Warn | tail -70 ;;
-  s55)  # (session 55) design 26: design 25's kernel with the q/k/v rows interleaved once per head (RoPE's pairs in one
-         # TMA box) and / or every block's cos / sin requested right after the wait; kv and norm forms, then the layer
+  s55)  # (session 55; run 0; runs 1-2 ran the probe as below with --variants 01 11, and --layer --variants 01) design
+         # 26: design 25's kernel with the q/k/v rows interleaved once per head (RoPE's pairs in one TMA box) and / or
+         # every block's cos / sin requested right after the wait; kv form, the layer, then the norm form
     FUSION_PASSES_GEMV_TABLE_DEVICE="NVIDIA H200" timeout 540 python3 benchmarks/probe_smem_gemv.py --layer --linears qkv \
       --variants ${S55_VARIANTS:-11 10} --out "$OUT/smem_gemv.json" 2>&1 | grep -v Warn | tail -90 ;;
   overhead)
