@@ -532,6 +532,22 @@ def test_smem_gemv_probe_stages_the_weights_before_the_wait_for_hopper(form, pai
             assert not [i for i in operands if i < x_at]
 
 
+def test_smem_gemv_probe_pairs_each_heads_rope_rows():
+    """Design 26's one-time interleave: row 2i of a head is its row i, row 2i + 1 its RoPE partner i + hd / 2, so
+    R consecutive rows of the copy are R / 2 whole pairs (what the kernel's PAIRED blocks read as [R / 2, 2])."""
+    import probe_smem_gemv as probe
+
+    hd, heads, k = 8, 3, 16
+    w = torch.arange(heads * hd, dtype=torch.float32)[:, None].expand(-1, k).contiguous()
+    paired = probe.paired_rows(w, hd)
+    assert paired.shape == w.shape and paired.is_contiguous()
+    for head in range(heads):
+        for i in range(hd // 2):
+            assert torch.equal(paired[head * hd + 2 * i], w[head * hd + i])
+            assert torch.equal(paired[head * hd + 2 * i + 1], w[head * hd + i + hd // 2])
+    assert not torch.equal(paired, w)
+
+
 def test_gemv_chain_bench_tiny_cpu(tmp_path):
     import bench_gemv_chain
 
