@@ -34,15 +34,16 @@ chain of 16 with PDL (every twin equal to its plain launch bit for bit):
   copy bandwidth) at R = 8, 2 programs an SM, 4 warps, 5.23-6.98 at the other configs; its read floor (the same
   copies and waits, no x) 4.23-4.74. The 1B o with the residual 3.83-4.33 against the shipped kernel's 3.28.
 - runs 1-2, the step's form (norm, RoPE, k / v to the caches only): 5.45-7.25 us against the shipped kernel's
-  5.33-5.34; the blocks' two halves as one 5-D box (run 1) or two 3-D copies (run 2) both copy slower (read floor
-  4.66-6.03) than one box of consecutive rows; the norm-only form here 5.04-5.06 at R = 8, 2 an SM.
+  5.33-5.34; the blocks' two halves as one 5-D box (run 1) or two 3-D copies (run 2) both copied slower (read floor
+  4.66-6.03) than run 0's box of consecutive rows, which session 55 did not reproduce (PAIRED, below); the
+  norm-only form here 5.04-5.06 at R = 8, 2 an SM.
 - inside the layer chain (q/k/v -> o -> gate/up -> down, the fastest kv config, R = 2, 12 an SM, 1 warp): the q/k/v
   adds 6.66-6.73 us against the shipped kernel's 5.34-5.45 (the layer 44.39 against 43.07-43.11).
 
 Design 26 (session 55, ``--variants``, ``run_gpu.sh s55``) takes on the two costs run 2 showed in the step's form.
 Its kv form took 0.55-1.2 us more than its read floor where the norm-only form took 0.1: each block's cos / sin were
 requested only after its sums (one more round trip), where the shipped kernel requests its first block's right after
-the wait. And the two copies a block streamed slower than one. So (flags of ``smem_gemv_kernel``):
+the wait. And the two copies a block seemed to stream slower than one. So (flags of ``smem_gemv_kernel``):
 
     EARLY:   after the wait, every block's cos / sin (the o: residual) and the cache position, then a barrier, then x
     PAIRED:  W' = paired_rows(W) once (a copy: row 2i of a head is its row i, row 2i + 1 its row i + HD / 2), so a

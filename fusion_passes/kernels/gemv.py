@@ -83,14 +83,14 @@ Session 53 had the PDL launch's program request every block it takes after its f
 the cache write 5.33 -> 6.97 us, 8B 17.88 -> 28.21, 1B gate/up 22.79 -> 36.80; ``logs/s53_run0``); it was removed.
 Session 54 staged each PDL program's whole share of the 1B q/k/v in shared memory by TMA before the wait (a Gluon
 kernel, ``benchmarks/probe_smem_gemv.py``), so that no weight sits in registers and the next kernel's programs fit
-beside: 4.86 us with the norm only, but 5.45-7.25 us in the step's form against this kernel's 5.33 (RoPE's row pairs,
-32 rows apart, take two copies a block, which stream slower), and 6.66 us against 5.34 inside the layer chain
-(``logs/s54_run0`` to ``s54_run2``); not built in. Session 55 (design 26) requested every block's cos / sin and the
-cache position right after the wait, before x, as this kernel does for its first block, and tried the q/k rows
-interleaved once per head (one TMA box a block): the early requests gained 0.2-0.5 us, the interleave nothing (the
-copies into shared memory stream at 4.7 us however they are cut, against 4.25 for a register kernel's read); 5.12 us
-at best (81.6 %) against this kernel's 5.32-5.49 in the same runs, but 8.52-8.68 us against 5.41-5.50 inside the
-layer (``logs/s55_run0`` to ``s55_run2``); not built in.
+beside: 4.86 us with the norm only, but 5.45-7.25 us in the step's form against this kernel's 5.33 (its reading
+then, that RoPE's row pairs, two copies a block, stream slower, session 55 found wrong), and 6.66 us against 5.34
+inside the layer chain (``logs/s54_run0`` to ``s54_run2``); not built in. Session 55 (design 26) requested every
+block's cos / sin and the cache position right after the wait, before x, as this kernel does for its first block,
+and tried the q/k rows interleaved once per head (one TMA box a block): the early requests gained 0.2-0.5 us, the
+interleave nothing (the copies into shared memory stream at 4.7 us however they are cut, against 4.25 for a register
+kernel's read); 5.12 us at best (81.6 %) against this kernel's 5.32-5.49 in the same runs, but 8.52-8.68 us against
+5.41-5.50 inside the layer (``logs/s55_run0`` to ``s55_run2``); not built in.
 
 Tile sizes are autotuned per shape.
 
