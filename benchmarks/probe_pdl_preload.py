@@ -71,9 +71,14 @@ except ImportError:  # pragma: no cover - triton before 3.3: the PDL variants ca
 
 @triton.jit
 def preload_gemv_kernel(x_ptr, w_ptr, u_ptr, res_ptr, out_ptr, K: tl.constexpr, KP: tl.constexpr, R: tl.constexpr,
-                        GATED: tl.constexpr, RES: tl.constexpr, READ_ONLY: tl.constexpr, PDL: tl.constexpr):
+                        GATED: tl.constexpr, RES: tl.constexpr, READ_ONLY: tl.constexpr, PDL: tl.constexpr,
+                        wait_count=None, done_count=None, WAIT_FOR: tl.constexpr = 0, SIGNAL: tl.constexpr = False):
     """out[rows] = epilogue(W[rows, :] @ x), rows = pid * R + [0, R); W, U [N, K] row-major, x [K], out [N];
-    KP: K rounded up to a power of two (the tile's width, masked past K)."""
+    KP: K rounded up to a power of two (the tile's width, masked past K).
+    ``benchmarks/probe_flag_wait.py``'s counters (int32 scalars): WAIT_FOR > 0 waits (with PDL) until the previous
+    kernel's WAIT_FOR programs have counted themselves into ``wait_count`` instead of ``griddepcontrol.wait``;
+    SIGNAL counts this program into ``done_count`` after its store, and the program that completes the count
+    resets ``wait_count`` for the next replay (every program of this kernel has passed its wait by then)."""
     rows = tl.program_id(0) * R + tl.arange(0, R)
     cols = tl.arange(0, KP)
     offs = rows[:, None] * K + cols[None, :]
@@ -85,7 +90,13 @@ def preload_gemv_kernel(x_ptr, w_ptr, u_ptr, res_ptr, out_ptr, K: tl.constexpr, 
     if GATED:
         u = tl.load(u_ptr + offs, mask=k_ok, other=0.0, eviction_policy="evict_first")
     if PDL:  # below: reads of what earlier kernels write, and this kernel's stores
-        gdc_wait()
+        if WAIT_FOR > 0:
+            while tl.load(wait_count, volatile=True) < WAIT_FOR:
+                pass
+            # the acquire orders every later load after the stores the count's release covered
+            tl.atomic_add(wait_count, 0, sem="acquire", scope="gpu")
+        else:
+            gdc_wait()
     if READ_ONLY:
         y = tl.sum(w.to(tl.float32), 1)
         if GATED:
@@ -99,6 +110,12 @@ def preload_gemv_kernel(x_ptr, w_ptr, u_ptr, res_ptr, out_ptr, K: tl.constexpr, 
         if RES:
             y = y + tl.load(res_ptr + rows).to(tl.float32)
     tl.store(out_ptr + rows, y.to(out_ptr.dtype.element_ty))
+    if SIGNAL:
+        tl.debug_barrier()  # every thread's stores happen before the release below
+        counted = tl.atomic_add(done_count, 1, sem="release", scope="gpu")
+        if WAIT_FOR > 0:
+            if counted % tl.num_programs(0) == tl.num_programs(0) - 1:
+                tl.store(wait_count, 0)
 
 
 # ------------------------------------------------------------------------------------------------ host side
