@@ -90,7 +90,7 @@ def preload_gemv_kernel(x_ptr, w_ptr, u_ptr, res_ptr, out_ptr, K: tl.constexpr, 
     if GATED:
         u = tl.load(u_ptr + offs, mask=k_ok, other=0.0, eviction_policy="evict_first")
     if PDL:  # below: reads of what earlier kernels write, and this kernel's stores
-        if WAIT_FOR > 0:
+        if WAIT_FOR:
             while tl.load(wait_count, volatile=True) < WAIT_FOR:
                 pass
             # the acquire orders every later load after the stores the count's release covered
@@ -113,7 +113,7 @@ def preload_gemv_kernel(x_ptr, w_ptr, u_ptr, res_ptr, out_ptr, K: tl.constexpr, 
     if SIGNAL:
         tl.debug_barrier()  # every thread's stores happen before the release below
         counted = tl.atomic_add(done_count, 1, sem="release", scope="gpu")
-        if WAIT_FOR > 0:
+        if WAIT_FOR:
             if counted % tl.num_programs(0) == tl.num_programs(0) - 1:
                 tl.store(wait_count, 0)
 

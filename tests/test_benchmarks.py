@@ -416,6 +416,43 @@ def test_pdl_preload_probe_requests_every_weight_row_before_the_wait_for_hopper(
         assert max(weights) < wait < min(i for i, op in loads if ".EF" not in op), (k, r, loads, wait)
 
 
+def test_flag_wait_probe_polls_the_count_after_the_weights_and_counts_after_the_store_for_hopper():
+    """Design 27 as compiled for sm_90: the weights are requested before the counter is polled, no
+    griddepcontrol.wait is left, x is read only after the poll's loop and the acquire (L1 invalidated), and one
+    release add per program (after a fence) follows the output's store; without WAIT_FOR the program waits on the
+    grid as before and still counts itself."""
+    hopper = pytest.importorskip("tests.kernels.test_compile_for_hopper")
+    import re
+
+    import probe_pdl_preload
+
+    if hopper.GPUTarget is None or os.environ.get("TRITON_INTERPRET") == "1" or probe_pdl_preload.gdc_wait is None:
+        pytest.skip("needs triton's compiler with griddepcontrol")
+    ptrs = ("x_ptr", "w_ptr", "u_ptr", "res_ptr", "out_ptr")
+    types = dict.fromkeys(ptrs, "*bf16") | {"wait_count": "*i32", "done_count": "*i32"}
+    for wait_for in (384, 0):
+        asm = hopper.compile_for_hopper(probe_pdl_preload.preload_gemv_kernel, types, dict(
+            K=2048, KP=2048, R=8, GATED=False, RES=False, READ_ONLY=False, PDL=True, WAIT_FOR=wait_for, SIGNAL=True),
+            aligned=ptrs, num_warps=4)
+        assert hopper.registers_per_thread(asm["cubin"])[1] == 0
+        ins = [m.group(1) for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);", hopper.cuobjdump(asm["cubin"], "-sass"))]
+        weights = [i for i, s in enumerate(ins) if s.startswith("LDG") and ".EF" in s]
+        others = [i for i, s in enumerate(ins) if s.startswith("LDG") and ".EF" not in s and ".STRONG" not in s]
+        store = next(i for i, s in enumerate(ins) if "STG.E.U16" in s)
+        adds = [i for i, s in enumerate(ins) if s.startswith(("@P1 ATOMG", "ATOMG", "@P1 RED", "RED"))]
+        assert len(adds) == 1 and store < adds[0] and any("MEMBAR" in s for s in ins[store:adds[0]]), wait_for
+        if wait_for:
+            assert not any(s.startswith("ACQBULK") for s in ins)
+            poll = next(i for i, s in enumerate(ins) if s.startswith("LDG.E.STRONG"))
+            invalidate = next(i for i, s in enumerate(ins) if "CCTL.IVALL" in s)
+            assert max(weights) < poll < invalidate < min(others), (poll, invalidate, others)
+            # the loop: compare the count with the programs waited for (384 = 0x180), branch back to the poll
+            assert "0x180" in ins[poll + 1] and "BRA" in ins[poll + 2], ins[poll:poll + 3]
+        else:
+            wait = next(i for i, s in enumerate(ins) if s.startswith("ACQBULK"))
+            assert max(weights) < wait < min(others)
+
+
 def test_pdl_candidates_fit_their_register_caps_for_hopper():
     """Each of the probe's PDL_PERSISTENT candidates, compiled for sm_90 as its PDL launch runs it (and its plain
     entry as the plain launch runs it), fits its register cap without spilling, and a candidate without PREFETCH
