@@ -28,6 +28,15 @@ with distinct weights captured in one CUDA graph; ``read+grid`` / ``read+count``
 and the layer chain (q/k/v -> o -> gate/up -> down, 16 layers) at each variant's best configs. Checks: every counting
 chain, run eagerly and replayed from its graph with every output zeroed first, equals the plain chain bit for bit
 (a link reading before its producer's stores would read zeros), and leaves every counter it resets at 0.
+
+Session 56, run 0 (``run_gpu.sh s56``, one H100, ``logs/s56_run0``; the call hit its time limit in the gate/up
+sweep, so the figures are transcribed from its output): the counter lost at every config, the more programs the
+worse. Best per variant, us per GEMV in a chain of 16: 1B q/k/v count 6.19 (16 rows a program) against grid 4.75
+(89.3 %), read floors 6.15 against 4.20; 1B o 5.30 against 3.69; gate/up 24.2 against 22.2; at one row a program
+the q/k/v took 12-22 us against 5.3-5.6. The same run timed fusion_passes' own layer chain with the counter built
+into its kernel (hooks since removed): 60.0 us a layer against 43.0. Hundreds of programs poll and add to one L2
+line, and each program's release fence holds it before it exits; the hardware's grid wait costs less than that.
+The counting chains of this kernel equalled the plain ones bit for bit and reset their counters.
 """
 
 from __future__ import annotations
@@ -42,85 +51,7 @@ import triton
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from probe_pdl_preload import (LINEARS, Linear, chain_inputs, configs, copy_bandwidth_gbs,  # noqa: E402
-                               launch_shipped, launch_shipped_kv, preload_gemv_kernel, rel_err, save, time_graph)
-
-
-def shipped_chain(lins: list, pdl: bool, counters=None) -> list:
-    """fusion_passes' decode_gemv ops as a graphed decode step launches them (the q/k/v in its cache-writing form),
-    each link reading the one before's output (its first K columns: q's for o) or, where that is narrower than its
-    K, its own x; the first link plainly, every later one with PDL (``pdl``). ``counters``: inside
-    ``gemv.CountedChain`` (design 27), each PDL link waiting on the one before's program count. Returns the outputs."""
-    from fusion_passes.kernels import gemv
-
-    token = gemv._COUNTED.set(gemv.CountedChain(counters)) if counters is not None else None
-    try:
-        outs, x = [], lins[0].x
-        for j, lin in enumerate(lins):
-            launch = launch_shipped if lin.res_on or lin.gated else launch_shipped_kv
-            outs.append(launch(lin, x, pdl and j > 0))
-            nxt = lins[(j + 1) % len(lins)]
-            x = outs[-1][:, :nxt.k] if outs[-1].shape[1] >= nxt.k else nxt.x
-        return outs
-    finally:
-        if token is not None:
-            gemv._COUNTED.reset(token)
-
-
-def check_shipped(lins, counters, plain: list) -> dict:
-    """The counting chain of shipped ops replayed from its graph three times, its outputs (the graph's own
-    buffers) filled with NaN before each replay: equal to ``plain`` bit for bit; every counter but the last at 0.
-    ``grid_equal``: the same for the chain that waits with griddepcontrol.wait (the PDL twins as shipped)."""
-    grid_equal = replays_equal(lins, None, plain)
-    counters.zero_()
-    return dict(graph_equal=replays_equal(lins, counters, plain), eager_equal=None, grid_equal=grid_equal,
-                counters_reset=bool((counters[:-1] == 0).all()))
-
-
-def replays_equal(lins, counters, plain: list) -> bool:
-    """``shipped_chain`` (counting where ``counters`` is given) captured in a graph and replayed three times, its
-    outputs filled with NaN before each replay: every output equal to ``plain``'s bit for bit."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        shipped_chain(lins, True, counters)  # compiles outside the capture
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.stream(stream), torch.cuda.graph(g):
-        outs = shipped_chain(lins, True, counters)
-    torch.cuda.current_stream().wait_stream(stream)
-    equal = True
-    for _ in range(3):
-        for o in outs:
-            o.fill_(float("nan"))
-        g.replay()
-        torch.cuda.synchronize()
-        equal &= all(torch.equal(o, p) for o, p in zip(outs, plain))
-    if not equal:
-        print("unequal links:", [j for j, (o, p) in enumerate(zip(outs, plain)) if not torch.equal(o, p)][:12],
-              "counters" if counters is not None else "grid")
-    return equal
-
-
-def shipped(lins: list, name: str, ideal: float, per: int, record) -> tuple[list, dict]:
-    """Time the shipped chain ``lins`` with griddepcontrol.wait and with the counters, alternating, twice; check
-    the counting chain against the plain one. ``per``: what a row's time is divided by (GEMVs or layers)."""
-    dev = lins[0].w.device
-    counters = torch.zeros(len(lins), dtype=torch.int32, device=dev)
-    rows = []
-    for round_ in range(2):
-        for variant, cnt in (("shipped+count", counters), ("shipped+grid", None)):
-            us = time_graph(lambda: shipped_chain(lins, True, cnt)) / per
-            times = dict(us_per_gemv=round(us, 3)) if name != "layer" else dict(us_per_gemv=None,
-                                                                               us_per_layer=round(us, 3))
-            rows.append(dict(shape="1b", chain=name, variant=f"{variant} (round {round_})", **times,
-                             pct_copy_bw=round(100 * ideal / us, 1)))
-            record(**rows[-1])
-    plain = [o.clone() for o in shipped_chain(lins, False)]
-    torch.cuda.synchronize()
-    check = dict(shape="1b", chain=name, cfg="shipped", **check_shipped(lins, counters, plain))
-    record(check="shipped count chain equals plain chain", **check)
-    return rows, check
+                               preload_gemv_kernel, rel_err, save, time_graph)
 
 
 def programs(lin: Linear, cfg: dict) -> int:
@@ -184,7 +115,6 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--linears", nargs="+", default=list(LINEARS), choices=LINEARS)
     ap.add_argument("--layers", type=int, default=16)
-    ap.add_argument("--shipped-only", action="store_true", help="only fusion_passes' ops (no probe-kernel sweep)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "flag_wait_probe.json"))
     args = ap.parse_args()
     dev = torch.device("cuda")
@@ -197,19 +127,6 @@ def main() -> int:
 
     torch.manual_seed(0)
     chains = {linear: [Linear("1b", linear, dev) for _ in range(args.layers)] for linear in args.linears}
-    if "qkv" in chains:  # the shipped ops first: the q/k/v in the step's form, then the layer
-        lins = chains["qkv"]
-        r, c = shipped(lins, "qkv", lins[0].bytes() / (bw * 1e12) * 1e6, len(lins), record)
-        summary += r
-        checks.append(c)
-    if set(args.linears) == set(LINEARS):
-        layer = [chains[linear][i] for i in range(args.layers) for linear in LINEARS]
-        ideal = sum(chains[linear][0].bytes() for linear in LINEARS) / (bw * 1e12) * 1e6
-        r, c = shipped(layer, "layer", ideal, args.layers, record)
-        summary += r
-        checks.append(c)
-    if args.shipped_only:
-        return finish(args.out, bw, summary, rows, checks)
     best = {}  # (linear, variant) -> (us, cfg)
     for linear, lins in chains.items():
         xs = chain_inputs(lins)
@@ -266,7 +183,7 @@ def finish(out, bw, summary, rows, checks) -> int:
     """Print the checks and the table, write the JSON; 1 if a check failed."""
     for c in checks:
         print("check", c)
-    bad = [c for c in checks if not (c["eager_equal"] in (True, None) and c["graph_equal"] and c["counters_reset"])]
+    bad = [c for c in checks if not (c["eager_equal"] and c["graph_equal"] and c["counters_reset"])]
     save(out, bw, summary, rows)
     return 1 if bad else 0
 

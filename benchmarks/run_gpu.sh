@@ -882,12 +882,15 @@ case "${1:-}" in
          # every block's cos / sin requested right after the wait; kv form, the layer, then the norm form
     FUSION_PASSES_GEMV_TABLE_DEVICE="NVIDIA H200" timeout 540 python3 benchmarks/probe_smem_gemv.py --layer --linears qkv \
       --variants ${S55_VARIANTS:-11 10} --out "$OUT/smem_gemv.json" 2>&1 | grep -v Warn | tail -90 ;;
-  s56)  # (session 56; run 1: S56_ARGS=--shipped-only) design 27: GEMVs that wait on the previous kernel's program count (a counter each program
+  s56)  # (session 56; run 0 on b4f0c66's tree, whose probe also timed fusion_passes' layer through hooks since
+         # removed) design 27: GEMVs that wait on the previous kernel's program count (a counter each program
          # adds itself to after its stores) instead of griddepcontrol.wait; per linear of the 1B, and the layer
     FUSION_PASSES_GEMV_TABLE_DEVICE="NVIDIA H200" timeout 540 python3 benchmarks/probe_flag_wait.py ${S56_ARGS:-} \
       --out "$OUT/flag_wait.json" 2>&1 | grep -v Warn | tail -150 ;;
+  s56b)  # (session 56) the PDL twins of the 1B layer (H200 table) in a graphed chain against the plain ops
+    python3 -m pytest -q -m gpu tests/kernels/test_gemv_kernel.py -k chain_in_a_cuda_graph 2>&1 | tail -15 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b|s49c|s50|s50b|s50c|s50d|s50mma|s51|s51b|s51c|s52|s52b|s53|s53b|s53c|s54|s55|s56" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b|s49c|s50|s50b|s50c|s50d|s50mma|s51|s51b|s51c|s52|s52b|s53|s53b|s53c|s54|s55|s56|s56b" >&2
      exit 2 ;;
 esac

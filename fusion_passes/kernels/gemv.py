@@ -127,7 +127,7 @@ import torch
 from torch.library import triton_op, wrap_triton
 
 from . import gemv_table, ieee_fp32_dot, is_interpreted, pdl
-from .pdl import count_done, count_wait, gdc_launch_dependents, gdc_wait  # noqa: F401 - the kernel's PDL branch calls them
+from .pdl import gdc_launch_dependents, gdc_wait  # noqa: F401 - the kernel's PDL branch calls them
 
 try:
     import triton
@@ -399,8 +399,6 @@ if triton is not None:
         C1,  # ... output 1's (None unless CACHE_MASK & 2)
         C2,  # ... output 2's (None unless CACHE_MASK & 4)
         IDX,  # [S] cache positions of a batch's S rows, or [1] their base with IDX_BASE (None unless CACHE_MASK)
-        WAIT_COUNT,  # int32 [1]: design 27's counter this program waits on (None unless COUNT_WAIT); see _COUNTED
-        DONE_COUNT,  # int32 [1]: ... and the one it adds itself to after its stores (None unless COUNT_DONE)
         M,
         K,
         N0,
@@ -443,8 +441,6 @@ if triton is not None:
         IEEE_F32: tl.constexpr,  # fp32: the 16-row tile's dots in full precision, not TF32 (kernels.ieee_fp32_dot)
         PDL: tl.constexpr,  # launched with programmatic dependent launch (kernels.pdl): weights first, then the wait
         PDL_PRELOAD: tl.constexpr,  # persistent form with PDL: blocks of rows requested before the wait (1, 2)
-        COUNT_WAIT: tl.constexpr,  # with PDL: wait for this many programs on WAIT_COUNT, not the grid (0: the grid)
-        COUNT_DONE: tl.constexpr,  # add this program to DONE_COUNT after its stores
     ):
         T = X.dtype.element_ty
         PRECISION: tl.constexpr = "ieee" if IEEE_F32 else None  # None: Triton's default (TF32 for fp32)
@@ -479,10 +475,7 @@ if triton is not None:
             if PDL and HAS_NORM:  # a parameter too: its round trip off the path that starts at the wait
                 nw = tl.load(NW + rk, mask=rk < K, other=0.0)
         if PDL:  # below: reads of what earlier kernels write (x, residual, cos / sin, positions), and every store
-            if COUNT_WAIT:
-                count_wait(WAIT_COUNT, COUNT_WAIT)
-            else:
-                gdc_wait()
+            gdc_wait()
         pos = rm * 0
         if CACHE_MASK != 0:
             pos = _cache_positions(IDX, rm, seq_len, cache_len, IDX_BASE)
@@ -552,8 +545,6 @@ if triton is not None:
             _epilogue(y, y_u, rm, m_ok, rn, rj, n_ok, B0, B1, B2, col0, w_idx, pos, r, c1, s1, c2, s2, Y, C0, C1, C2,
                       stride_y, rope_weights, seq_len, cache_len, sc_b, sc_h, sc_l, sc_d, SILU_MUL, GELU_TANH, HAS_RES,
                       BIAS_MASK, ROPE, ROPE_DIM, CACHE_MASK, HEAD_DIM, CACHED_Y)
-        if COUNT_DONE:
-            count_done(WAIT_COUNT, DONE_COUNT, COUNT_WAIT > 0)
 
     @triton.jit
     def _load_block(W0, W1, W2, N0, N1, N2, blk_id, K, CONCAT_W: tl.constexpr, PAIR: tl.constexpr,
@@ -774,18 +765,14 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
     rope = rope_weights > 0
     widths = tuple(n // 2 if rope else n for n in (n0, n1, n2)[:concat])  # with rope a program column is a pair
 
-    seq_len, cache_len, head_dim, *cache_strides = _cache_layout(caches, cache_index, index_base, m)
-    launch_pdl = pdl_launch and pdl.supported(x.device)
-    counted = _COUNTED.get()
-    wait_count, done_count, count_wait = counted.link(launch_pdl) if counted is not None else (None, None, 0)
-
     def grid(meta):
         blocks = sum(triton.cdiv(n, meta["BLOCK_N"]) for n in widths)
         if meta.get("PERSIST", 0) and meta["PREFETCH"]:  # the persistent form: PERSIST programs per SM, each
-            blocks = min(blocks, _sm_count(x.device) * meta["PERSIST"])  # taking every P-th block
-        if counted is not None:
-            counted.programs = blocks
+            return (min(blocks, _sm_count(x.device) * meta["PERSIST"]),)  # taking every P-th block
         return (blocks,)
+
+    seq_len, cache_len, head_dim, *cache_strides = _cache_layout(caches, cache_index, index_base, m)
+    launch_pdl = pdl_launch and pdl.supported(x.device)
     meta = dict(
         CONCAT_W=concat,
         HAS_NORM=norm_weight is not None,
@@ -807,13 +794,11 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         BLOCK_M=_block_m(int(m)),
         IEEE_F32=ieee_fp32_dot(x.dtype),
         PDL=launch_pdl,
-        COUNT_WAIT=count_wait,
-        COUNT_DONE=done_count is not None,
     )
     args = (
         x, norm_weight, w0, w1 if w1 is not None else w0, w2 if w2 is not None else w0,
         *_bias_pointers(biases), residual, rope_cos,
-        rope_sin, y, *caches, cache_index, wait_count, done_count,
+        rope_sin, y, *caches, cache_index,
         m, k, n0, n1, n2,
         x.stride(0), residual.stride(0) if residual is not None else 0, y.stride(0),
         rope_cos.stride(0) if rope else 0,
@@ -840,28 +825,6 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
         kernel[grid](*args, **meta, launch_pdl=True)
     else:
         wrap_triton(kernel)[grid](*args, **meta)
-
-
-class CountedChain:
-    """Design 27's measurement (``benchmarks/probe_flag_wait.py``), set in ``_COUNTED``: every launch in the block
-    adds its programs to ``counters[j]`` (j: its place in the chain) after their stores, and a PDL launch after the
-    first waits on ``counters[j - 1]`` reaching the previous launch's program count instead of
-    ``griddepcontrol.wait``. Only for a chain of our launches in which each one's input comes from the one before:
-    a launch that waits on a counter no kernel adds to never finishes. The passes never set it."""
-
-    def __init__(self, counters: torch.Tensor):
-        self.counters, self.j, self.programs = counters, 0, 0
-
-    def link(self, launch_pdl: bool) -> tuple:
-        """(the counter to wait on or None, the counter to add to, the programs to wait for or 0) of the next
-        launch."""
-        j, self.j = self.j, self.j + 1
-        waits = launch_pdl and j > 0
-        return (self.counters[j - 1:j] if waits else None, self.counters[j:j + 1], self.programs if waits else 0)
-
-
-_COUNTED: contextvars.ContextVar[Optional[CountedChain]] = contextvars.ContextVar("fusion_passes_counted",
-                                                                                   default=None)
 
 
 def _bias_pointers(biases) -> tuple:

@@ -45,10 +45,9 @@ from . import is_interpreted
 
 try:
     import triton
-    import triton.language as tl
     from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 except ImportError:  # no triton, or one before griddepcontrol (3.3): the kernels are compiled with PDL off only
-    triton = gdc_launch_dependents = gdc_wait = count_wait = count_done = None
+    triton = gdc_launch_dependents = gdc_wait = None
 
 __all__ = ["POLICY_ENV", "POLICIES", "HAS_GDC", "gdc_launch_dependents", "gdc_wait", "policy", "supported",
            "graphed_compile", "compiling_for_graphs", "wanted"]
@@ -65,27 +64,6 @@ if triton is not None:
         pass
 
     INTERPRETED = is_interpreted(_noop)
-
-    @triton.jit
-    def count_wait(count, programs: tl.constexpr):
-        """Design 27 (``benchmarks/probe_flag_wait.py``; measured, not used by the passes): in place of
-        ``griddepcontrol.wait``, wait until the ``programs`` programs of the kernel before have each added one to
-        ``count`` (an int32 that ``count_done`` of that kernel adds to) after its stores. Polling loads, then one
-        acquire: every later load sees what those programs stored before their release."""
-        while tl.load(count, volatile=True) < programs:
-            pass
-        tl.atomic_add(count, 0, sem="acquire", scope="gpu")
-
-    @triton.jit
-    def count_done(wait_count, done_count, WAITED: tl.constexpr):
-        """After a program's last store: add it to ``done_count`` (a release, once every thread has stored). With
-        ``WAITED`` (this kernel waited on ``wait_count``), the program that completes the count sets ``wait_count``
-        back to 0 for the next replay: every program of this kernel has passed its ``count_wait`` by then."""
-        tl.debug_barrier()
-        counted = tl.atomic_add(done_count, 1, sem="release", scope="gpu")
-        if WAITED:
-            if counted % tl.num_programs(0) == tl.num_programs(0) - 1:
-                tl.store(wait_count, 0)
 else:
     INTERPRETED = False
 

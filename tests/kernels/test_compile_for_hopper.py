@@ -76,7 +76,7 @@ def gemv_flags(**flags) -> dict:
     return dict(CONCAT_W=1, HAS_NORM=False, NORM_LATE=False, NORM_CAST=True, NORM_OFFSET=False, SILU_MUL=False,
                 GELU_TANH=False, HAS_RES=False, BIAS_MASK=0, ROPE=False, ROPE_DIM=0, CACHE_MASK=0, HEAD_DIM=1,
                 IDX_BASE=False, CACHED_Y=True, PREFETCH=False, ACC1D=False, PERSIST=0, IEEE_F32=False, PDL=False,
-                PDL_PRELOAD=1, COUNT_WAIT=0, COUNT_DONE=False) | flags
+                PDL_PRELOAD=1) | flags
 
 
 def gemv_types(dtype: str) -> dict:

@@ -776,15 +776,21 @@ def test_pdl_twins_have_the_ops_schemas():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize("loop", ["tiled", "persistent", "persistent-one"])
+@pytest.mark.parametrize("loop", ["tiled", "persistent", "persistent-one", "h200-table-1b"])
 def test_gpu_pdl_chain_in_a_cuda_graph_equals_the_plain_chain(loop, monkeypatch):
     """Three decode layers' GEMVs as a graphed step launches them (the first plainly, every later one with PDL, each
     reading the one before: weights loaded before the wait overlap the kernel before), captured in one CUDA graph
-    and replayed: the outputs and caches equal the plain chain's bit for bit, on every replay."""
+    and replayed: the outputs and caches equal the plain chain's bit for bit, on every replay. "h200-table-1b": the
+    Llama-1B shapes with the H200's table, where the o's PDL twin runs a config of its own (``PDL_PERSISTENT``)."""
     from fusion_passes.kernels import pdl
 
-    _force_loop(monkeypatch, loop, 1)
-    calls, caches = _decode_layer_args(torch.bfloat16, k=256, heads=8, kv_heads=2, d=32, length=16, ffn=512)
+    dims = dict(k=256, heads=8, kv_heads=2, d=32, length=16, ffn=512)
+    if loop == "h200-table-1b":
+        monkeypatch.setenv("FUSION_PASSES_GEMV_TABLE_DEVICE", "NVIDIA H200")
+        dims = dict(k=2048, heads=32, kv_heads=8, d=64, length=64, ffn=8192)
+    else:
+        _force_loop(monkeypatch, loop, 1)
+    calls, caches = _decode_layer_args(torch.bfloat16, **dims)
     calls = calls * 3
 
     def chain(twins: bool, kv: list):
