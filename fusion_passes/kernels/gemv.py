@@ -90,7 +90,10 @@ block's cos / sin and the cache position right after the wait, before x, as this
 and tried the q/k rows interleaved once per head (one TMA box a block): the early requests gained 0.2-0.5 us, the
 interleave nothing (the copies into shared memory stream at 4.7 us however they are cut, against 4.25 for a register
 kernel's read); 5.12 us at best (81.6 %) against this kernel's 5.32-5.49 in the same runs, but 8.52-8.68 us against
-5.41-5.50 inside the layer (``logs/s55_run0`` to ``s55_run2``); not built in.
+5.41-5.50 inside the layer (``logs/s55_run0`` to ``s55_run2``); not built in. Session 56 (design 27,
+``benchmarks/probe_flag_wait.py``) had each PDL program wait on a counter that every program of the kernel before adds
+itself to after its stores (polled, then acquired) instead of ``griddepcontrol.wait``: slower at every config (bare
+1B q/k/v 4.75 -> 6.19 us, this kernel's layer chain 43.0 -> 60.0 us, ``logs/s56_run0``); removed.
 
 Tile sizes are autotuned per shape.
 
