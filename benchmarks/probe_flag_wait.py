@@ -157,6 +157,7 @@ def main() -> int:
         checks.append(dict(shape="1b", chain=linear, cfg=cfg, **check_counted(lins, xs, [cfg] * len(lins), counters,
                                                                              plain)))
         record(check="count chain equals plain chain", **checks[-1])
+        save(args.out, bw, summary, rows, quiet=True)  # after each linear: a run cut short keeps what it measured
 
     if set(args.linears) == set(LINEARS):
         layer = [chains[linear][i] for i in range(args.layers) for linear in LINEARS]
