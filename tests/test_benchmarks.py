@@ -439,8 +439,8 @@ def test_flag_wait_probe_polls_the_count_after_the_weights_and_counts_after_the_
         weights = [i for i, s in enumerate(ins) if s.startswith("LDG") and ".EF" in s]
         others = [i for i, s in enumerate(ins) if s.startswith("LDG") and ".EF" not in s and ".STRONG" not in s]
         store = next(i for i, s in enumerate(ins) if "STG.E.U16" in s)
-        adds = [i for i, s in enumerate(ins) if s.startswith(("@P1 ATOMG", "ATOMG", "@P1 RED", "RED"))]
-        assert len(adds) == 1 and store < adds[0] and any("MEMBAR" in s for s in ins[store:adds[0]]), wait_for
+        adds = [i for i, s in enumerate(ins) if i > store and re.search(r"\b(?:ATOMG|REDG?)\.E\.ADD", s)]
+        assert len(adds) == 1 and any("MEMBAR" in s for s in ins[store:adds[0]]), wait_for
         if wait_for:
             assert not any(s.startswith("ACQBULK") for s in ins)
             poll = next(i for i, s in enumerate(ins) if s.startswith("LDG.E.STRONG"))
