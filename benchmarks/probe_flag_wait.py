@@ -47,14 +47,14 @@ import os
 import sys
 
 import torch
-import triton
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from probe_pdl_preload import (LINEARS, Linear, chain_inputs, configs, copy_bandwidth_gbs,  # noqa: E402
-                               preload_gemv_kernel, rel_err, save, time_graph)
+from probe_pdl_preload import (LINEARS, Linear, chain_inputs, configs, copy_bandwidth_gbs, launch,  # noqa: E402
+                               rel_err, save, time_graph)
 
 
 def programs(lin: Linear, cfg: dict) -> int:
+    """The grid of ``lin``'s launch at ``cfg``: what the next link's counter wait counts to."""
     return lin.n // cfg["R"]
 
 
@@ -66,10 +66,7 @@ def launch_counted(lins: list, xs: list, cfgs: list, counters: torch.Tensor, rea
         if count:
             extra = dict(wait_count=counters[max(j - 1, 0):][:1], done_count=counters[j:j + 1], SIGNAL=True,
                          WAIT_FOR=programs(lins[j - 1], cfgs[j - 1]) if j else 0)
-        preload_gemv_kernel[(programs(lin, cfg),)](
-            x, lin.w, lin.u if lin.gated else lin.w, lin.res if lin.res_on else lin.out, lin.out, lin.k,
-            triton.next_power_of_2(lin.k), cfg["R"], lin.gated, lin.res_on, read_only, True, **extra,
-            num_warps=cfg["warps"], launch_pdl=True)
+        launch(lin, x, {**cfg, "pdl": True}, read_only, **extra)
 
 
 def check_counted(lins, xs, cfgs, counters, plain: list) -> dict:
@@ -104,9 +101,7 @@ def check_counted(lins, xs, cfgs, counters, plain: list) -> dict:
 def plain_chain(lins, xs, cfgs) -> list:
     """The same kernels launched plainly (no PDL, no counters), one after another: the outputs to match."""
     for lin, x, cfg in zip(lins, xs, cfgs):
-        preload_gemv_kernel[(programs(lin, cfg),)](
-            x, lin.w, lin.u if lin.gated else lin.w, lin.res if lin.res_on else lin.out, lin.out, lin.k,
-            triton.next_power_of_2(lin.k), cfg["R"], lin.gated, lin.res_on, False, False, num_warps=cfg["warps"])
+        launch(lin, x, {**cfg, "pdl": False})
     torch.cuda.synchronize()
     return [lin.out.clone() for lin in lins]
 

@@ -166,14 +166,16 @@ class Linear:
         return y + self.res if self.res_on else y
 
 
-def launch(lin: Linear, x, cfg: dict, read_only=False):
-    """This probe's kernel for ``lin`` on input x [1, K]: cfg R (rows per program), warps, pdl."""
+def launch(lin: Linear, x, cfg: dict, read_only=False, **counting):
+    """This probe's kernel for ``lin`` on input x [1, K]: cfg R (rows per program), warps, pdl; ``counting``:
+    ``probe_flag_wait``'s counter arguments (wait_count, done_count, WAIT_FOR, SIGNAL)."""
     r, pdl = cfg["R"], cfg["pdl"]
     opts = dict(num_warps=cfg["warps"])
     if pdl:
         opts["launch_pdl"] = True
     preload_gemv_kernel[(lin.n // r,)](x, lin.w, lin.u if lin.gated else lin.w, lin.res if lin.res_on else lin.out,
-                                       lin.out, lin.k, triton.next_power_of_2(lin.k), r, lin.gated, lin.res_on, read_only, pdl, **opts)
+                                       lin.out, lin.k, triton.next_power_of_2(lin.k), r, lin.gated, lin.res_on, read_only, pdl,
+                                       **counting, **opts)
     return lin.out
 
 
