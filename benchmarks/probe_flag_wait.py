@@ -34,8 +34,9 @@ sweep, so the figures are transcribed from its output): the counter lost at ever
 worse. Best per variant, us per GEMV in a chain of 16: 1B q/k/v count 6.19 (16 rows a program) against grid 4.75
 (89.3 %), read floors 6.15 against 4.20; 1B o 5.30 against 3.69; gate/up 24.2 against 22.2; at one row a program
 the q/k/v took 12-22 us against 5.3-5.6. The same run timed fusion_passes' own layer chain with the counter built
-into its kernel (hooks since removed): 60.0 us a layer against 43.0. Hundreds of programs poll and add to one L2
-line, and each program's release fence holds it before it exits; the hardware's grid wait costs less than that.
+into its kernel (hooks since removed): 60.0 us a layer against 43.0. That the loss grows with the programs points
+at hundreds of them polling and adding to one L2 line, and at each program's release fence before it exits (not
+measured apart); either way the hardware's grid wait costs less.
 The counting chains of this kernel equalled the plain ones bit for bit and reset their counters.
 """
 
