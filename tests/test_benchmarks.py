@@ -435,10 +435,10 @@ def test_flag_wait_probe_polls_the_count_after_the_weights_and_counts_after_the_
             K=2048, KP=2048, R=8, GATED=False, RES=False, READ_ONLY=False, PDL=True, WAIT_FOR=wait_for, SIGNAL=True),
             aligned=ptrs, num_warps=4)
         assert hopper.registers_per_thread(asm["cubin"])[1] == 0
-        ins = [m.group(1) for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);", hopper.cuobjdump(asm["cubin"], "-sass"))]
+        ins = hopper.sass(asm["cubin"])
         weights = [i for i, s in enumerate(ins) if s.startswith("LDG") and ".EF" in s]
         others = [i for i, s in enumerate(ins) if s.startswith("LDG") and ".EF" not in s and ".STRONG" not in s]
-        store = next(i for i, s in enumerate(ins) if "STG.E.U16" in s)
+        store = next(i for i, s in enumerate(ins) if s.startswith("STG.E.U16"))
         adds = [i for i, s in enumerate(ins) if i > store and re.search(r"\b(?:ATOMG|REDG?)\.E\.ADD", s)]
         assert len(adds) == 1 and any("MEMBAR" in s for s in ins[store:adds[0]]), wait_for
         if wait_for:
