@@ -1,5 +1,7 @@
 """The README's set-up commands are the ones CI runs."""
 
+import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -11,3 +13,33 @@ def test_ci_runs_the_readme_test_command():
     assert len(ci_lines) == 1, "the CI script must run exactly one install+test command"
     assert ci_lines[0] in readme.splitlines(), "CI's test command must appear verbatim in the README"
     assert "fusion-passes demo" in readme
+
+
+
+def _uses_transformers(fn: ast.FunctionDef) -> bool:
+    """Whether a test calls into transformers: through its file's helpers that build the models (``hf_model``,
+    ``transformers_major``), the module, or ``pytest.importorskip("transformers")``."""
+    return any((isinstance(n, ast.Name) and n.id in ("hf_model", "transformers_major", "transformers"))
+               or (isinstance(n, ast.Constant) and n.value == "transformers") for n in ast.walk(fn))
+
+
+def _marked_slow(fn: ast.FunctionDef, module: ast.Module) -> bool:
+    module_marks = [n.value for n in module.body if isinstance(n, ast.Assign)
+                    and any(getattr(t, "id", None) == "pytestmark" for t in n.targets)]
+    return any("mark.slow" in ast.unparse(m) for m in [*fn.decorator_list, *module_marks])
+
+
+def test_ci_reruns_every_test_that_builds_a_transformers_model_on_4x():
+    """CI's transformers 4.x pass runs only the ``slow`` tests of the files it names: every test there that calls
+    into transformers must carry the mark, or 4.x would never run it."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    (line,) = [l for l in ci.splitlines() if "-m slow" in l]
+    files = re.findall(r"tests/\S+\.py", line)
+    assert {"tests/test_hf_models.py", "tests/patterns/test_attention_sdpa.py"} <= set(files)
+    unmarked = []
+    for f in files:
+        module = ast.parse((ROOT / f).read_text())
+        tests = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+        assert any(_uses_transformers(t) for t in tests), f"{f} has no test that builds a transformers model"
+        unmarked += [f"{f}::{t.name}" for t in tests if _uses_transformers(t) and not _marked_slow(t, module)]
+    assert not unmarked, f"mark these @pytest.mark.slow (CI reruns only those on transformers 4.x): {unmarked}"
