@@ -2,6 +2,7 @@
 # The GPU session's runs, in parts that each fit one 10-minute device call:
 #   bash benchmarks/run_gpu.sh tests     # pytest -m gpu + per-kernel benchmark
 #   bash benchmarks/run_gpu.sh tests1    # half of pytest -m gpu (static CUDA graphs, decode GEMV) that fits one call
+#   bash benchmarks/run_gpu.sh all_tests # (session 58) all of pytest -m gpu and tests/kernels on CUDA, xdist, one call
 #   bash benchmarks/run_gpu.sh tests2    # the other half, and the kernel tests on CUDA
 #   bash benchmarks/run_gpu.sh decode    # llama-1b decode step, eager vs stock vs ours (+CUDA graphs)
 #   bash benchmarks/run_gpu.sh prefill   # llama-1b prefill 512/2048
@@ -205,6 +206,14 @@ case "${1:-}" in
     python3 -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
     python3 benchmarks/bench_norm_kernels.py 2>&1 | tail -30
     cp benchmarks/results/norm_kernels_*h200* "$OUT/" 2>/dev/null ;;
+  all_tests)  # (session 58) every GPU test and tests/kernels on CUDA in one call: two xdist runs side by side, so the
+    # machine's 16 cores compile in parallel (these tests check results, none times anything)
+    (timeout 560 python3 -m pytest -m gpu -n 6 -q -rfEs -p no:cacheprovider tests --ignore=tests/kernels \
+      > "$OUT/gpu_tests_all.log" 2>&1) &
+    (timeout 560 python3 -m pytest -n 4 -q -rfE -p no:cacheprovider tests/kernels > "$OUT/kernel_tests.log" 2>&1) &
+    wait
+    grep -E "FAILED|ERROR|passed|failed" "$OUT/gpu_tests_all.log" | tail -30
+    grep -E "FAILED|ERROR|passed|failed" "$OUT/kernel_tests.log" | tail -30 ;;
   tests1)  # the GPU tests in two halves that each fit a call (logs/s11_run2: 16 tests took 320 s)
     python3 -m pytest -m gpu -v -p no:cacheprovider tests/test_static_cudagraphs.py tests/patterns/test_decode_gemv.py \
       2>&1 | tee "$OUT/gpu_tests1.log" | grep -E "PASSED|FAILED|ERROR|passed|failed|^E " | tail -40 ;;
