@@ -208,9 +208,9 @@ case "${1:-}" in
     cp benchmarks/results/norm_kernels_*h200* "$OUT/" 2>/dev/null ;;
   all_tests)  # (session 58) every GPU test and tests/kernels on CUDA in one call: two xdist runs side by side, so the
     # machine's 16 cores compile in parallel (these tests check results, none times anything)
-    (timeout 560 python3 -m pytest -m gpu -n 6 -q -rfEs -p no:cacheprovider tests --ignore=tests/kernels \
+    (timeout "${LIMIT:-560}" python3 -m pytest -m gpu -n 6 -q -rfEs -p no:cacheprovider tests --ignore=tests/kernels \
       > "$OUT/gpu_tests_all.log" 2>&1) &
-    (timeout 560 python3 -m pytest -n 4 -q -rfE -p no:cacheprovider tests/kernels > "$OUT/kernel_tests.log" 2>&1) &
+    (timeout "${LIMIT:-560}" python3 -m pytest -n 4 -q -rfE -p no:cacheprovider tests/kernels > "$OUT/kernel_tests.log" 2>&1) &
     wait
     grep -E "FAILED|ERROR|passed|failed" "$OUT/gpu_tests_all.log" | tail -30
     grep -E "FAILED|ERROR|passed|failed" "$OUT/kernel_tests.log" | tail -30 ;;
