@@ -207,13 +207,16 @@ case "${1:-}" in
     python3 benchmarks/bench_norm_kernels.py 2>&1 | tail -30
     cp benchmarks/results/norm_kernels_*h200* "$OUT/" 2>/dev/null ;;
   all_tests)  # (session 58) every GPU test and tests/kernels on CUDA in one call: two xdist runs side by side, so the
-    # machine's 16 cores compile in parallel (these tests check results, none times anything)
-    (timeout "${LIMIT:-560}" python3 -m pytest -m gpu -n 6 -q -rfEs -p no:cacheprovider tests --ignore=tests/kernels \
+    # machine's 16 cores compile in parallel (these tests check results, none times anything); -v so that a run the
+    # limit cuts still shows what passed
+    (timeout "${LIMIT:-560}" python3 -m pytest -m gpu -n 6 -v -rfEs -p no:cacheprovider tests --ignore=tests/kernels \
       > "$OUT/gpu_tests_all.log" 2>&1) &
-    (timeout "${LIMIT:-560}" python3 -m pytest -n 4 -q -rfE -p no:cacheprovider tests/kernels > "$OUT/kernel_tests.log" 2>&1) &
+    (timeout "${LIMIT:-560}" python3 -m pytest -n 4 -v -rfE -p no:cacheprovider tests/kernels > "$OUT/kernel_tests.log" 2>&1) &
     wait
-    grep -E "FAILED|ERROR|passed|failed" "$OUT/gpu_tests_all.log" | tail -30
-    grep -E "FAILED|ERROR|passed|failed" "$OUT/kernel_tests.log" | tail -30 ;;
+    for log in gpu_tests_all kernel_tests; do
+      echo "$log: $(grep -c ' PASSED ' "$OUT/$log.log") passed, $(grep -c ' SKIPPED ' "$OUT/$log.log") skipped"
+      grep -E "FAILED|ERROR|[0-9]+ (passed|failed)" "$OUT/$log.log" | tail -20
+    done ;;
   tests1)  # the GPU tests in two halves that each fit a call (logs/s11_run2: 16 tests took 320 s)
     python3 -m pytest -m gpu -v -p no:cacheprovider tests/test_static_cudagraphs.py tests/patterns/test_decode_gemv.py \
       2>&1 | tee "$OUT/gpu_tests1.log" | grep -E "PASSED|FAILED|ERROR|passed|failed|^E " | tail -40 ;;
