@@ -38,6 +38,10 @@ into its kernel (hooks since removed): 60.0 us a layer against 43.0. That the lo
 at hundreds of them polling and adding to one L2 line, and at each program's release fence before it exits (not
 measured apart); either way the hardware's grid wait costs less.
 The counting chains of this kernel equalled the plain ones bit for bit and reset their counters.
+Found in session 58: triton 3.6 (the GPU machine's) compiles the acquire add of 0 into an acquire load and drops it,
+its result being unused, so session 56's counting kernels polled with no acquire after the loop (and no L1
+invalidation; the sm_90 compile test passed under triton 3.9 only). A correct wait does at least that much work, so
+the loss stands. The kernel now feeds the acquire's result into x's mask, and the compile test passes under both.
 """
 
 from __future__ import annotations

@@ -89,12 +89,15 @@ def preload_gemv_kernel(x_ptr, w_ptr, u_ptr, res_ptr, out_ptr, K: tl.constexpr, 
     u = w
     if GATED:
         u = tl.load(u_ptr + offs, mask=k_ok, other=0.0, eviction_policy="evict_first")
+    x_ok = cols < K
     if PDL:  # below: reads of what earlier kernels write, and this kernel's stores
         if WAIT_FOR:
             while tl.load(wait_count, volatile=True) < WAIT_FOR:
                 pass
-            # the acquire orders every later load after the stores the count's release covered
-            tl.atomic_add(wait_count, 0, sem="acquire", scope="gpu")
+            # the acquire orders every later load after the stores the count's release covered; x's mask uses
+            # what it read because triton 3.6 turns an add of 0 into an acquire load and drops it when unused
+            seen = tl.atomic_add(wait_count, 0, sem="acquire", scope="gpu")
+            x_ok = x_ok & (seen >= WAIT_FOR)
         else:
             gdc_wait()
     if READ_ONLY:
@@ -102,7 +105,7 @@ def preload_gemv_kernel(x_ptr, w_ptr, u_ptr, res_ptr, out_ptr, K: tl.constexpr, 
         if GATED:
             y += tl.sum(u.to(tl.float32), 1)
     else:
-        x = tl.load(x_ptr + cols, mask=cols < K, other=0.0).to(tl.float32)
+        x = tl.load(x_ptr + cols, mask=x_ok, other=0.0).to(tl.float32)
         y = tl.sum(w.to(tl.float32) * x[None, :], 1).to(tl.bfloat16).to(tl.float32)  # eager rounds each matmul
         if GATED:
             up = tl.sum(u.to(tl.float32) * x[None, :], 1).to(tl.bfloat16).to(tl.float32)
