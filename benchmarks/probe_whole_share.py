@@ -25,6 +25,15 @@ Chains of 16 twins (distinct weights, every byte from HBM), each captured in one
 ``probe_pdl_preload.py`` times them; each config is checked against torch, and its PDL chain must equal its plain
 chain bit for bit. The registers and spills of each compile are printed beside it (programs an SM: the register
 file's bound).
+
+Result (session 59, one H100 80GB HBM3, torch 2.11, triton 3.6, copy bandwidth 3.03 TB/s; ``logs/s59_run1``): the
+premise fails. The whole share compiles to 255 registers without a spill (two programs an SM fit), and its read
+floor is the read's (4.31 us with PDL against 4.26 for 8 rows), but with PDL it takes 5.46 us bare (76 %) and 5.70
+with the norm against 4.70 (88.4 %) and 5.10 for 8 rows a program (about three an SM); 8 warps 5.74 / 5.95, 12 rows
+5.25 / 5.20, 16 rows 5.03 / 5.25. What holds the small GEMV back is the path after the wait (x, the sums, the
+stores), which one program an SM runs with fewer warps than three, not room for the next kernel's programs. The
+shipped twins in the same run: 5.20 us (79.9 %) in the RoPE form, 5.39 (77.0 %) in the step's form. Every PDL
+chain equalled its plain chain bit for bit. Not built in.
 """
 
 from __future__ import annotations
