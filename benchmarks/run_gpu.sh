@@ -901,8 +901,11 @@ case "${1:-}" in
       --out "$OUT/flag_wait.json" 2>&1 | grep -v Warn | tail -150 ;;
   s56b)  # (session 56) the PDL twins of the 1B layer (H200 table) in a graphed chain against the plain ops
     python3 -m pytest -q -m gpu tests/kernels/test_gemv_kernel.py -k chain_in_a_cuda_graph 2>&1 | tail -15 ;;
+  s59)  # (session 59, logs/s59_run1) design 28: the 1B q/k/v with one program an SM holding its whole share (24
+         # rows, 255 registers: the next kernel's program fits beside) against 8-16 rows a program, bare and with the norm
+    timeout 400 python3 benchmarks/probe_whole_share.py --out "$OUT/whole_share.json" 2>&1 | grep -v Warn | tail -22 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b|s49c|s50|s50b|s50c|s50d|s50mma|s51|s51b|s51c|s52|s52b|s53|s53b|s53c|s54|s55|s56|s56b" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b|s49c|s50|s50b|s50c|s50d|s50mma|s51|s51b|s51c|s52|s52b|s53|s53b|s53c|s54|s55|s56|s56b|s59" >&2
      exit 2 ;;
 esac

@@ -289,6 +289,41 @@ def test_pdl_preload_probe_kernel_matches_torch_tiny_interpreted():
         assert run.stdout.count(f"tiny {linear} ") >= 8, run.stdout  # R 1..16 (where it divides N) x 4 / 8 warps
 
 
+def test_whole_share_probe_kernel_matches_torch_tiny_interpreted():
+    """Design 28's kernel (PDL off) computes the q/k/v as torch does with 1-3 sub-blocks a program, with and without
+    the norm; the probe exits non-zero otherwise."""
+    if reason := interpreter_blocker():
+        pytest.skip(reason)
+    script = Path(__file__).parent.parent / "benchmarks" / "probe_whole_share.py"
+    run = subprocess.run([sys.executable, str(script), "--tiny"], env={**os.environ, "TRITON_INTERPRET": "1"},
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert run.stdout.count("tiny (") == 6, run.stdout
+
+
+def test_whole_share_fits_two_programs_an_sm_and_loads_it_before_the_wait_for_hopper():
+    """Design 28's premise as compiled for sm_90: the 1B q/k/v's 24 rows a program (3 x 8, 4 warps) take at most
+    255 registers with no spill, so two programs (this kernel's and the next one's) fit an SM's 65,536; every weight
+    load comes before griddepcontrol.wait, x's after it."""
+    hopper = pytest.importorskip("tests.kernels.test_compile_for_hopper")
+    import probe_whole_share
+
+    if hopper.GPUTarget is None or os.environ.get("TRITON_INTERPRET") == "1" or probe_whole_share.gdc_wait is None:
+        pytest.skip("needs triton's compiler with griddepcontrol")
+    ptrs = ("x_ptr", "nw_ptr", "w_ptr", "out_ptr")
+    for norm in (False, True):
+        asm = hopper.compile_for_hopper(probe_whole_share.whole_share_kernel, dict.fromkeys(ptrs, "*bf16") | {
+            "eps": "fp32"}, dict(K=2048, KP=2048, R=8, SUBS=3, NORM=norm, READ_ONLY=False, PDL=True), aligned=ptrs,
+            num_warps=4)
+        regs, stack = hopper.registers_per_thread(asm["cubin"])
+        assert stack == 0 and 2 * 128 * regs <= 65536, (norm, regs, stack)
+        ins = hopper.sass(asm["cubin"])
+        wait = next(i for i, s in enumerate(ins) if s.startswith("ACQBULK"))
+        weights = [i for i, s in enumerate(ins) if s.startswith("LDG") and ".EF" in s]
+        others = [i for i, s in enumerate(ins[wait:]) if s.startswith("LDG") and ".EF" not in s]
+        assert len(weights) == 24 * 2048 * 2 // 16 // 128 and max(weights) < wait and others, (norm, len(weights))
+
+
 def interpreted_check(script: str) -> str:
     """stdout of ``script`` run with the probes importable (cwd benchmarks/) under TRITON_INTERPRET=1; skips where
     the interpreter cannot run, fails if the script does."""
