@@ -106,16 +106,23 @@ def test_kv_write_bench_tiny_cpu(tmp_path):
     assert rec["config"] == "autotuned" and rec["plain_us"] > 0 and rec["kv_write_us"] > 0
 
 
+def run_tiny_interpreted(name: str, *args: str) -> str:
+    """stdout of ``benchmarks/<name>.py --tiny *args`` under TRITON_INTERPRET=1; skips where the interpreter cannot
+    run, fails if the script exits non-zero (the probes check their own values and exit so on a mismatch)."""
+    if reason := interpreter_blocker():
+        pytest.skip(reason)
+    script = Path(__file__).parent.parent / "benchmarks" / f"{name}.py"
+    run = subprocess.run([sys.executable, str(script), "--tiny", *args], env={**os.environ, "TRITON_INTERPRET": "1"},
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    return run.stdout
+
+
 def test_gemv_configs_bench_tiny_interpreted(tmp_path):
     """The config sweep times kernels, so off GPU it needs Triton's interpreter (set before triton is imported)."""
 
-    if reason := interpreter_blocker():
-        pytest.skip(reason)
     out = tmp_path / "configs.json"
-    script = Path(__file__).parent.parent / "benchmarks" / "bench_gemv_configs.py"
-    run = subprocess.run([sys.executable, str(script), "--tiny", "--linears", "o", "qkv_kv", "--out", str(out)],
-                         env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    run_tiny_interpreted("bench_gemv_configs", "--linears", "o", "qkv_kv", "--out", str(out))
     recs = json.loads(out.read_text())["records"]
     assert [(r["linear"], r["rank"], r["config"]) for r in recs] == [("o", 0, "N4 K32 w4 s2 prefetch"),
                                                                      ("qkv_kv", 0, "N4 K32 w4 s2 prefetch")]
@@ -234,14 +241,8 @@ def test_gemv_design_probe_tiny_interpreted(tmp_path):
     """Every accumulation and norm design of the probe's kernel runs (each checked against eager's math inside)
     and is timed next to the read floor."""
 
-    if reason := interpreter_blocker():
-        pytest.skip(reason)
     out = tmp_path / "design.json"
-    script = Path(__file__).parent.parent / "benchmarks" / "probe_gemv_design.py"
-    run = subprocess.run([sys.executable, str(script), "--tiny", "--linears", "o", "--norms", "0", "1", "2", "--out",
-                          str(out)], env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True,
-                         timeout=600)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    run_tiny_interpreted("probe_gemv_design", "--linears", "o", "--norms", "0", "1", "2", "--out", str(out))
     recs = json.loads(out.read_text())["records"]
     assert {(r.get("NORM"), r.get("ACC1D"), r.get("PREFETCH")) for r in recs} == {
         *((n, a, p) for n in (0, 1, 2) for a in (False, True) for p in (False, True)), (None, None, None)}
@@ -252,53 +253,33 @@ def test_split_gemv_probe_designs_match_the_reference_tiny_interpreted():
     """The probe's designs (the tensor-core one with x on either side) compute W @ x: the probe checks each
     config against the reference and stops on a mismatch."""
 
-    if reason := interpreter_blocker():
-        pytest.skip(reason)
-    script = Path(__file__).parent.parent / "benchmarks" / "probe_split_gemv.py"
-    run = subprocess.run([sys.executable, str(script), "--tiny", "--designs", "mma", "persist", "splitk"],
-                         env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    counts = [int(line.split(": ")[1].split()[0]) for line in run.stdout.splitlines() if "match the reference" in line]
-    assert len(counts) == 2 and all(c >= 2 + 6 for c in counts), run.stdout  # 2 mma + 6 splitk configs at least
+    stdout = run_tiny_interpreted("probe_split_gemv", "--designs", "mma", "persist", "splitk")
+    counts = [int(line.split(": ")[1].split()[0]) for line in stdout.splitlines() if "match the reference" in line]
+    assert len(counts) == 2 and all(c >= 2 + 6 for c in counts), stdout  # 2 mma + 6 splitk configs at least
 
 
 def test_grid_barrier_probe_fused_kernel_matches_tiny_interpreted():
     """The probe's fused kernel (two GEMVs and a grid barrier, one program here) equals its two separate launches
     and the reference, for both pairs; the probe exits non-zero otherwise."""
 
-    if reason := interpreter_blocker():
-        pytest.skip(reason)
-    script = Path(__file__).parent.parent / "benchmarks" / "probe_grid_barrier.py"
-    run = subprocess.run([sys.executable, str(script), "--tiny"], env={**os.environ, "TRITON_INTERPRET": "1"},
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    assert run.stdout.count("equal to separate True, counter 1, flag 0") == 2, run.stdout
+    stdout = run_tiny_interpreted("probe_grid_barrier")
+    assert stdout.count("equal to separate True, counter 1, flag 0") == 2, stdout
 
 
 def test_pdl_preload_probe_kernel_matches_torch_tiny_interpreted():
     """The PDL probe's kernel (PDL off: the interpreter has no griddepcontrol) computes each linear of a decode
     layer as torch does, for every config it would time, with a K that is not a power of two among them."""
 
-    if reason := interpreter_blocker():
-        pytest.skip(reason)
-    script = Path(__file__).parent.parent / "benchmarks" / "probe_pdl_preload.py"
-    run = subprocess.run([sys.executable, str(script), "--tiny"], env={**os.environ, "TRITON_INTERPRET": "1"},
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    stdout = run_tiny_interpreted("probe_pdl_preload")
     for linear in ("qkv", "o", "gate_up", "down"):
-        assert run.stdout.count(f"tiny {linear} ") >= 8, run.stdout  # R 1..16 (where it divides N) x 4 / 8 warps
+        assert stdout.count(f"tiny {linear} ") >= 8, stdout  # R 1..16 (where it divides N) x 4 / 8 warps
 
 
 def test_whole_share_probe_kernel_matches_torch_tiny_interpreted():
     """Design 28's kernel (PDL off) computes the q/k/v as torch does with 1-3 sub-blocks a program, with and without
     the norm; the probe exits non-zero otherwise."""
-    if reason := interpreter_blocker():
-        pytest.skip(reason)
-    script = Path(__file__).parent.parent / "benchmarks" / "probe_whole_share.py"
-    run = subprocess.run([sys.executable, str(script), "--tiny"], env={**os.environ, "TRITON_INTERPRET": "1"},
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    assert run.stdout.count("tiny (") == 6, run.stdout
+    stdout = run_tiny_interpreted("probe_whole_share")
+    assert stdout.count("tiny (") == 6, stdout
 
 
 def test_whole_share_fits_two_programs_an_sm_and_loads_it_before_the_wait_for_hopper():
