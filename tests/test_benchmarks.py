@@ -10,7 +10,8 @@ import pytest
 import torch
 
 pytest.importorskip("transformers")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
 
 import bench_e2e  # noqa: E402
 
@@ -106,16 +107,20 @@ def test_kv_write_bench_tiny_cpu(tmp_path):
     assert rec["config"] == "autotuned" and rec["plain_us"] > 0 and rec["kv_write_us"] > 0
 
 
-def run_tiny_interpreted(name: str, *args: str) -> str:
-    """stdout of ``benchmarks/<name>.py --tiny *args`` under TRITON_INTERPRET=1; skips where the interpreter cannot
-    run, fails if the script exits non-zero (the probes check their own values and exit so on a mismatch)."""
+def run_interpreted(*argv: str, cwd=None) -> str:
+    """stdout of ``python *argv`` under TRITON_INTERPRET=1; skips where the interpreter cannot run, fails if the
+    script exits non-zero (the probes check their own values and exit so on a mismatch)."""
     if reason := interpreter_blocker():
         pytest.skip(reason)
-    script = Path(__file__).parent.parent / "benchmarks" / f"{name}.py"
-    run = subprocess.run([sys.executable, str(script), "--tiny", *args], env={**os.environ, "TRITON_INTERPRET": "1"},
+    run = subprocess.run([sys.executable, *argv], cwd=cwd, env={**os.environ, "TRITON_INTERPRET": "1"},
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     return run.stdout
+
+
+def run_tiny_interpreted(name: str, *args: str) -> str:
+    """stdout of ``benchmarks/<name>.py --tiny *args`` (``run_interpreted``)."""
+    return run_interpreted(str(BENCHMARKS / f"{name}.py"), "--tiny", *args)
 
 
 def test_gemv_configs_bench_tiny_interpreted(tmp_path):
@@ -132,11 +137,10 @@ def test_gemv_configs_bench_tiny_interpreted(tmp_path):
 
 def test_gemv_configs_refuses_a_config_that_computes_something_else(tmp_path):
     """A config whose kernel returns wrong numbers stops the sweep before it can be timed (and win)."""
-    bench = Path(__file__).parent.parent / "benchmarks"
     script = tmp_path / "wrong_gemv.py"
     script.write_text(
         "import sys\n"
-        f"sys.path.insert(0, {str(bench)!r})\n"
+        f"sys.path.insert(0, {str(BENCHMARKS)!r})\n"
         "import bench_gemv_configs\n"
         "from fusion_passes.kernels import gemv\n"
         "launch = gemv._launch\n"
@@ -309,14 +313,8 @@ def test_whole_share_fits_two_programs_an_sm_and_loads_it_before_the_wait_for_ho
 
 
 def interpreted_check(script: str) -> str:
-    """stdout of ``script`` run with the probes importable (cwd benchmarks/) under TRITON_INTERPRET=1; skips where
-    the interpreter cannot run, fails if the script does."""
-    if reason := interpreter_blocker():
-        pytest.skip(reason)
-    run = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parent.parent / "benchmarks",
-                         env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    return run.stdout
+    """stdout of ``script`` run with the probes importable (cwd benchmarks/), as ``run_interpreted``."""
+    return run_interpreted("-c", script, cwd=BENCHMARKS)
 
 
 QKV_PARTS_CHECK = """
