@@ -52,7 +52,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_e2e import copy_bandwidth_gbs  # noqa: E402
 from common import environment  # noqa: E402
 from probe_pdl_preload import (Linear, chain_inputs, gdc_launch_dependents, gdc_wait, launch_shipped,  # noqa: E402
-                               launch_shipped_kv, rel_err, time_graph)
+                               launch_shipped_kv, rel_err, shipped_reference, time_graph)
 
 
 @triton.jit
@@ -119,21 +119,13 @@ def launch(lin: Linear, x, cfg: tuple, norm: bool, pdl: bool, read_only: bool = 
     return lin.out, compiled
 
 
-def reference(lin: Linear, x, norm: bool) -> torch.Tensor:
-    xf = x.float()
-    if norm:
-        xf = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)).to(x.dtype).float()
-        xf = (xf * lin.nw.float()).to(x.dtype).float()
-    return xf @ lin.w.float().t()
-
-
 def tiny() -> int:
     torch.manual_seed(0)
     lin = Linear("tiny", "qkv", "cpu")
     for cfg in [(8, 1, 4), (4, 3, 4), (2, 2, 4)]:
         for norm in (False, True):
             out, _ = launch(lin, lin.x, cfg, norm, False)
-            err = rel_err(out, reference(lin, lin.x, norm))
+            err = rel_err(out, shipped_reference(lin, lin.x, norm, rope=False))
             print(f"tiny {cfg} norm={norm}: rel err {err:.4f}")
             if err > 0.02:
                 raise SystemExit(f"{cfg}: the kernel computed something else")
@@ -165,7 +157,7 @@ def main() -> int:
             row = dict(cfg=cfg, norm=norm)
             try:
                 out, compiled = launch(lins[0], lins[0].x, cfg, norm, False)
-                row["rel_err"] = round(rel_err(out, reference(lins[0], lins[0].x, norm)), 5)
+                row["rel_err"] = round(rel_err(out, shipped_reference(lins[0], lins[0].x, norm, rope=False)), 5)
                 _, compiled = launch(lins[0], lins[0].x, cfg, norm, True)
                 row["regs"], row["spills"] = getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None)
                 for variant, pdl, ro in (("plain", False, False), ("pdl", True, False), ("read+pdl", True, True)):
