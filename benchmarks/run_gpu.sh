@@ -109,6 +109,8 @@
 #                                 # GEMV table and state_updates vs ours now vs ours + kv (CUDA graphs)
 #   bash benchmarks/run_gpu.sh kernel_tests  # tests/kernels on CUDA (one config per launch, every autotuner config once)
 #   bash benchmarks/run_gpu.sh normlate [model]  # the GEMVs' late-norm form: chain and decode step, exact vs late
+#   bash benchmarks/run_gpu.sh s60       # (session 60) the late norm in the persistent / PDL form: GEMV kernel tests,
+#                                        # the shipped GEMVs and the step's q/k/v, exact vs late
 #   bash benchmarks/run_gpu.sh qwen2 [eager|sdpa]  # Qwen2.5-1.5B-shaped decode (q/k/v biases in the GEMV): stock vs ours
 #   bash benchmarks/run_gpu.sh arch <model> [eager|sdpa]  # the same for another bench_e2e model (gemma-2b: GeGLU)
 #   bash benchmarks/run_gpu.sh validate1  # session 13's changes, part 1 (one call): tests/kernels and the static-graph
@@ -904,6 +906,16 @@ case "${1:-}" in
   s59)  # (session 59, logs/s59_run1) design 28: the 1B q/k/v with one program an SM holding its whole share (24
          # rows, 255 registers: the next kernel's program fits beside) against 8-16 rows a program, bare and with the norm
     timeout 400 python3 benchmarks/probe_whole_share.py --out "$OUT/whole_share.json" 2>&1 | grep -v Warn | tail -22 ;;
+  s60)  # (session 60) design 29: the late norm (1/rms after the dots) in the persistent / PDL form too: the GEMV
+         # kernel's CUDA tests, then the shipped GEMVs per linear and the q/k/v in the step's form, exact vs late
+    timeout 200 python3 -m pytest -q -n 4 -p no:cacheprovider tests/kernels/test_gemv_kernel.py \
+      > "$OUT/gemv_kernel_tests.log" 2>&1; tail -3 "$OUT/gemv_kernel_tests.log"
+    for norm in exact late; do
+      FUSION_PASSES_GEMV_NORM=$norm timeout 150 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b 8b \
+        --table-as "NVIDIA H200" --out "$OUT/pdl_shipped_$norm.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -16
+      FUSION_PASSES_GEMV_NORM=$norm timeout 120 python3 benchmarks/probe_pdl_preload.py --qkv-kv --shapes 1b 8b \
+        --table-as "NVIDIA H200" --out "$OUT/pdl_qkv_kv_$norm.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -12
+    done ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
   *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b|s49c|s50|s50b|s50c|s50d|s50mma|s51|s51b|s51c|s52|s52b|s53|s53b|s53c|s54|s55|s56|s56b|s59" >&2

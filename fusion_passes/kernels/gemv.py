@@ -37,8 +37,9 @@ into [BLOCK_N] as it goes, which leaves registers for more programs per SM; 2 <=
 16-row tile.
 
 The late-norm form (NORM_LATE, M = 1 only, ``FUSION_PASSES_GEMV_NORM=late``; off by default) drops the prologue's
-pass over the row: the main loop sums the squares of the x tiles it loads anyway and the 1/rms scale, one scalar
-per row, moves after the dot. It does not round where eager rounds (within bf16 tolerance, not bit-close):
+pass over the row: the main loop sums the squares of the x tiles it loads anyway (the persistent form, of the row
+it holds, beside the dots instead of before them) and the 1/rms scale, one scalar per row, moves after the dot. It
+does not round where eager rounds (within bf16 tolerance, not bit-close):
 
     y = ((x * (norm_weight + norm_offset)) @ W_0.T) * rsqrt(mean(x**2) + eps)      all in fp32, then -> T
 
@@ -48,11 +49,11 @@ so neither was kept (``benchmarks/results/gemv_chain_early_*.json``; 1B chain 0.
 each): the whole row loaded in one tile, and the o / down residual loaded before the K loop instead of after it.
 
 The persistent form (PERSIST > 0, M = 1, BLOCK_K >= K; only where ``gemv_table.PERSISTENT`` lists it) launches
-PERSIST programs per SM. Each loads the input row once, normalises it once (the exact form's roundings) and keeps it
-in registers, then takes column blocks pid, pid + grid, ... across all the weights, each one tile of whole rows,
-requesting the next block's rows before it reduces this one's. The tiled form loads x (and the norm weight) again
-with every K tile of every program: L2 traffic of 1/BLOCK_N of the weights' bytes, which cost 0.6-0.8 us on the
-33-50 MB shapes of the H200 (``benchmarks/probe_split_gemv.py``).
+PERSIST programs per SM. Each loads the input row once, normalises it once (the exact form's roundings; the late
+form scales it by the norm weight only) and keeps it in registers, then takes column blocks pid, pid + grid, ...
+across all the weights, each one tile of whole rows, requesting the next block's rows before it reduces this one's.
+The tiled form loads x (and the norm weight) again with every K tile of every program: L2 traffic of 1/BLOCK_N of
+the weights' bytes, which cost 0.6-0.8 us on the 33-50 MB shapes of the H200 (``benchmarks/probe_split_gemv.py``).
 Session 20 tried two more changes to it on the H200, and neither was faster, so neither was kept: each block's
 epilogue operands (the o / down residual, RoPE's cos / sin) requested together with its rows, one block ahead (chain,
 ``benchmarks/results/logs/s20_run2``: 1B down 9.64-9.74 vs 9.55-9.63 us, 8B o 9.62-9.69 vs 9.62-9.63 us); and, with a
@@ -422,7 +423,7 @@ if triton is not None:
         sc_d,
         CONCAT_W: tl.constexpr,  # 1-3 weights whose outputs are concatenated (1 with SILU_MUL / HAS_RES)
         HAS_NORM: tl.constexpr,
-        NORM_LATE: tl.constexpr,  # M = 1 only: squares summed in the main loop, 1/rms applied after the dot
+        NORM_LATE: tl.constexpr,  # M = 1 only: 1/rms applied after the dot (tiled: squares summed in the main loop)
         NORM_CAST: tl.constexpr,
         NORM_OFFSET: tl.constexpr,
         SILU_MUL: tl.constexpr,  # y = act(g) * u, act silu ...
@@ -493,17 +494,20 @@ if triton is not None:
                 if HAS_RES or ROPE:  # ptxas issues those loads after x's have returned unless a barrier keeps
                     tl.debug_barrier()  # them ahead of x's
             xf = tl.load(X + rk[None, :], mask=rk[None, :] < K, other=0.0).to(tl.float32)  # [1, BLOCK_K]
-            if HAS_NORM:  # the exact form: eager's roundings, the whole row in one tile
+            if HAS_NORM:  # the whole row in one tile
                 rstd = tl.rsqrt(tl.sum(xf * xf, axis=1) / K + eps)
-                xf = xf * rstd[:, None]
-                if NORM_CAST:
-                    xf = xf.to(T).to(tl.float32)
+                if not NORM_LATE:  # the exact form: eager's roundings (the late form: 1/rms after the dots, which
+                    xf = xf * rstd[:, None]  # then need not wait for the sum)
+                    if NORM_CAST:
+                        xf = xf.to(T).to(tl.float32)
                 if not PDL:
                     nw = tl.load(NW + rk, mask=rk < K, other=0.0)
                 nw = nw.to(tl.float32)
                 if NORM_OFFSET:
                     nw = nw + norm_offset
-                xf = (xf * nw[None, :]).to(T).to(tl.float32)
+                xf = xf * nw[None, :]
+                if not NORM_LATE:
+                    xf = xf.to(T).to(tl.float32)
             stop = n_blocks
             if not PREFETCH:  # a program for every block (the launch's grid): one trip, one block in registers
                 stop = pid + 1
@@ -521,6 +525,9 @@ if triton is not None:
                 else:
                     y = tl.sum(w.to(tl.float32) * xf, axis=1)[None, :]
                     y_u = y
+                if HAS_NORM and NORM_LATE:
+                    y = y * rstd[:, None]
+                    y_u = y_u * rstd[:, None]
                 if not PDL:
                     epi = _epilogue_loads(R, COS, SIN, rm, m_ok, rn, rj, n_ok, stride_r, stride_cs, HAS_RES, ROPE,
                                           ROPE_DIM)

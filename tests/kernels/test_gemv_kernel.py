@@ -152,15 +152,15 @@ def _late_reference64(x, ws, nw, eps, silu):
 @kernel_test
 @pytest.mark.parametrize("case", ["qkv_gqa", "lm_head", "gate_up"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("acc1d", [False, True])
-def test_late_norm_form(case, dtype, acc1d, monkeypatch):
-    """FUSION_PASSES_GEMV_NORM=late: an M = 1 launch computes the late-norm math (to the fp32 summation order and
-    one output rounding) and eager's within the usual tolerance; in bf16 it differs from the exact form's output
-    (which rounds the normalised row first), so the setting reached the kernel; 3 rows keep the exact form."""
+@pytest.mark.parametrize("loop", ["tiled", "acc1d", "persistent"])
+def test_late_norm_form(case, dtype, loop, monkeypatch):
+    """FUSION_PASSES_GEMV_NORM=late: an M = 1 launch, in each loop, computes the late-norm math (to the fp32
+    summation order and one output rounding) and eager's within the usual tolerance; in bf16 it differs from the
+    exact form's output (which rounds the normalised row first), so the setting reached the kernel; 3 rows keep the
+    exact form."""
     from fusion_passes.kernels import gemv_table
 
-    if acc1d:
-        _force_acc1d(monkeypatch)
+    _force_loop(monkeypatch, loop, 1)
     widths, mode = CASES[case]
     torch.manual_seed(0)
     k = 96
