@@ -27,7 +27,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_e2e import build_model, make_variant  # noqa: E402
+from bench_e2e import build_model, forced_policies, make_variant, variant_env  # noqa: E402
 from common import add_run_args, run_dtype, write_results  # noqa: E402
 
 from fusion_passes.zoo import hf_cache_kwargs  # noqa: E402
@@ -106,9 +106,11 @@ def main(argv=None) -> int:
         g = torch.Generator(device="cpu").manual_seed(2)
         prompt = torch.randint(0, model.config.vocab_size, (1, args.prompt), generator=g).to(args.device)
         for variant in args.variants:
-            rec = dict(model=args.model, attn=attn, variant=variant, dtype=str(dtype).removeprefix("torch."))
-            rec.update(compare(model, make_variant(model, variant), prompt, args.steps, args.tie,
-                               cudagraphs=variant.endswith("+cudagraphs")))
+            rec = dict(model=args.model, attn=attn, variant=variant, dtype=str(dtype).removeprefix("torch."),
+                       settings=forced_policies(variant))
+            with variant_env(variant):  # a suffix's settings (``+normlate``, ...) while the variant compiles and runs
+                rec.update(compare(model, make_variant(model, variant), prompt, args.steps, args.tie,
+                                   cudagraphs=variant.endswith("+cudagraphs")))
             records.append(rec)
             print({k: v for k, v in rec.items() if k != "flips"}, flush=True)
             write_results(records, "generation_parity", args.out, key=KEY, device=args.device)  # a cut-short run keeps these

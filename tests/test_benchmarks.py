@@ -680,6 +680,31 @@ def test_generation_parity_tiny_cpu(tmp_path, monkeypatch):
     assert rec["teacher_forced_max_logit_err"] < 1e-4  # fp32
 
 
+def test_generation_parity_runs_each_variant_under_its_settings(tmp_path, monkeypatch):
+    """A variant's suffix (``+normlate``) holds its setting while the variant compiles and generates, and only
+    then; the record names it (session 60: it had been ignored, so the late norm's run measured the default)."""
+    import generation_parity
+
+    from fusion_passes.kernels import gemv_table
+
+    monkeypatch.delenv(gemv_table.NORM_POLICY_ENV, raising=False)
+    seen = []
+
+    def compare(model, compiled, *args, **kwargs):
+        seen.append(gemv_table.norm_policy())
+        return dict(steps=0, same_tokens=0, teacher_forced_max_logit_err=0.0, argmax_flips=0, explained=True)
+
+    monkeypatch.setattr(generation_parity, "compare", compare)
+    monkeypatch.setattr(generation_parity, "make_variant", lambda model, variant: model)
+    out = tmp_path / "gp.json"
+    assert generation_parity.main(["--tiny", "--device", "cpu", "--attn", "sdpa", "--variants", "fusion_passes",
+                                   "fusion_passes+normlate", "--out", str(out)]) == 0
+    assert seen == ["exact", "late"]
+    assert gemv_table.norm_policy() == "exact"
+    recs = json.loads(out.read_text())["records"]
+    assert [r["settings"] for r in recs] == [{}, {gemv_table.NORM_POLICY_ENV: "late"}]
+
+
 def test_rope_variant_sets_the_policy_only_while_it_runs(monkeypatch):
     from fusion_passes.patterns import decode_gemv
 
