@@ -43,6 +43,9 @@ does not round where eager rounds (within bf16 tolerance, not bit-close):
 
     y = ((x * (norm_weight + norm_offset)) @ W_0.T) * rsqrt(mean(x**2) + eps)      all in fp32, then -> T
 
+Session 60 (design 29) measured it in the persistent form with PDL: the 1B q/k/v 0.15 us faster without the cache
+write and no faster with it, the graphed 1B step 3 % faster (``benchmarks/results/logs/s60_run0`` to ``s60_run2``).
+
 The exact form's prologue reads the row in BLOCK_K tiles, one L2 round trip each. Two ways to shorten the
 prologue and the epilogue were built in session 15 and measured on the H200 in session 16. Neither was faster,
 so neither was kept (``benchmarks/results/gemv_chain_early_*.json``; 1B chain 0.743 ms as shipped, 0.760 with

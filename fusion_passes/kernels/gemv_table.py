@@ -19,7 +19,9 @@ always runs a fixed config (``KV_FALLBACK``). ``FUSION_PASSES_GEMV_TABLE=off`` a
 ``FUSION_PASSES_GEMV_NORM=late`` (default ``exact``) runs the M = 1 launches with a norm in the kernel's late-norm
 form (``gemv``'s module doc): no prologue pass over the input, not eager's roundings; for measuring it. On the
 H200 it measured slower (session 14, ``gemv_chain_normlate_*.json``: 1B chain 0.767 vs 0.729 ms, 8B 3.891 vs
-3.755 ms; its q/k/v gain, gate/up and the lm_head lose more).
+3.755 ms; its q/k/v gain, gate/up and the lm_head lose more). Session 60 had the persistent form honour it too (it ran
+the exact form there): on an H100 with PDL the graphed 1B step took 0.98 vs 1.02 ms and the 8B was no faster, and the
+1B q/k/v with the cache write was no faster (``logs/s60_run0`` to ``s60_run2``).
 """
 
 from __future__ import annotations
