@@ -499,8 +499,10 @@ if triton is not None:
             xf = tl.load(X + rk[None, :], mask=rk[None, :] < K, other=0.0).to(tl.float32)  # [1, BLOCK_K]
             if HAS_NORM:  # the whole row in one tile
                 rstd = tl.rsqrt(tl.sum(xf * xf, axis=1) / K + eps)
-                if not NORM_LATE:  # the exact form: eager's roundings (the late form: 1/rms after the dots, which
-                    xf = xf * rstd[:, None]  # then need not wait for the sum)
+                # the exact form rounds as eager does; the late form applies 1/rms after the dots, which then need
+                # not wait for the sum
+                if not NORM_LATE:
+                    xf = xf * rstd[:, None]
                     if NORM_CAST:
                         xf = xf.to(T).to(tl.float32)
                 if not PDL:
