@@ -111,6 +111,7 @@
 #   bash benchmarks/run_gpu.sh normlate [model]  # the GEMVs' late-norm form: chain and decode step, exact vs late
 #   bash benchmarks/run_gpu.sh s60       # (session 60) the late norm in the persistent / PDL form: GEMV kernel tests,
 #                                        # the shipped GEMVs and the step's q/k/v, exact vs late
+#   bash benchmarks/run_gpu.sh s61       # (session 61) greedy parity, 64 tokens, 1B: ours exact vs late norm
 #   bash benchmarks/run_gpu.sh qwen2 [eager|sdpa]  # Qwen2.5-1.5B-shaped decode (q/k/v biases in the GEMV): stock vs ours
 #   bash benchmarks/run_gpu.sh arch <model> [eager|sdpa]  # the same for another bench_e2e model (gemma-2b: GeGLU)
 #   bash benchmarks/run_gpu.sh validate1  # session 13's changes, part 1 (one call): tests/kernels and the static-graph
@@ -916,8 +917,13 @@ case "${1:-}" in
       FUSION_PASSES_GEMV_NORM=$norm timeout 120 python3 benchmarks/probe_pdl_preload.py --qkv-kv --shapes 1b 8b \
         --table-as "NVIDIA H200" --out "$OUT/pdl_qkv_kv_$norm.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -12
     done ;;
+  s61)  # (session 61) greedy parity of design 29's late norm (owed since session 60): 64 tokens, seeded random 1B,
+         # both attentions, ours as shipped and with FUSION_PASSES_GEMV_NORM=late, CUDA graphs
+    timeout "${LIMIT:-540}" python3 benchmarks/generation_parity.py --attn eager sdpa \
+      --variants fusion_passes+cudagraphs fusion_passes+normlate+cudagraphs --out "$OUT/parity_normlate.json" 2>&1 \
+      | grep -v Warn | tail -12 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b|s49c|s50|s50b|s50c|s50d|s50mma|s51|s51b|s51c|s52|s52b|s53|s53b|s53c|s54|s55|s56|s56b|s59|s60" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b|s49c|s50|s50b|s50c|s50d|s50mma|s51|s51b|s51c|s52|s52b|s53|s53b|s53c|s54|s55|s56|s56b|s59|s60|s61" >&2
      exit 2 ;;
 esac
