@@ -49,6 +49,7 @@
 #                                          # packed) vs ours with them unpacked, in alternating rounds
 #   bash benchmarks/run_gpu.sh s31_verify  # (session 31) the graphed step after another compile packs its weights (GPU
 #                                          # test), then packdecode_paired's 1B half (the run that crashed before the fix)
+#   bash benchmarks/run_gpu.sh s64       # (session 64) H200 only: headline's decode steps and chain; s64_gemv: each GEMV
 #   bash benchmarks/run_gpu.sh headline  # (session 35) 1B and 8B decode: eager, stock, ours; the chain per linear
 #   bash benchmarks/run_gpu.sh s36       # (session 36) HF generate over DynamicCache, forward compiled: eager, stock,
 #                                        # ours; Qwen2-shape 512 x 1 prefill paired: stock, ours, ours without packing
@@ -907,6 +908,23 @@ case "${1:-}" in
   s59)  # (session 59, logs/s59_run1) design 28: the 1B q/k/v with one program an SM holding its whole share (24
          # rows, 255 registers: the next kernel's program fits beside) against 8-16 rows a program, bare and with the norm
     timeout 400 python3 benchmarks/probe_whole_share.py --out "$OUT/whole_share.json" 2>&1 | grep -v Warn | tail -22 ;;
+  s64)  # (session 64) on an H200 only (else it stops at once): the shipped code with PDL, default since session 48 and
+         # measured on H100s only: 1B and 8B decode (uncompiled, stock with CUDA graphs, ours with the graphed step;
+         # eager attention), then the chain per linear (as headline); s64_gemv: each GEMV with PDL, its own table
+    nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { nvidia-smi -L; echo "not an H200: stop"; exit 0; }
+    timeout 190 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
+      --variants eager stock+cudagraphs fusion_passes+graphstep --budget-s 150 \
+      --out "$OUT/e2e_decode_s64_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -6
+    timeout 250 python3 benchmarks/bench_e2e.py --model llama-8b --attn eager --workloads decode-1024 \
+      --variants eager stock+cudagraphs fusion_passes+graphstep --budget-s 200 \
+      --out "$OUT/e2e_decode_s64_llama-8b_eager.json" 2>&1 | grep -v Warning | tail -6
+    timeout 120 python3 benchmarks/bench_gemv_chain.py --rows 1 --variants cublas ours read \
+      --out "$OUT/gemv_chain_s64.json" 2>&1 | grep -v Warn | tail -16 ;;
+  s64_gemv)  # (session 64) each shipped GEMV with PDL and plain, and the q/k/v in the step's form, 1B and 8B, this GPU's table
+    timeout 200 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b 8b --out "$OUT/pdl_shipped.json" \
+      2>&1 | grep -v Warn | grep -v '^{' | tail -16
+    timeout 150 python3 benchmarks/probe_pdl_preload.py --qkv-kv --shapes 1b 8b --out "$OUT/pdl_qkv_kv.json" 2>&1 \
+      | grep -v Warn | grep -v '^{' | tail -12 ;;
   s60)  # (session 60) design 29: the late norm (1/rms after the dots) in the persistent / PDL form too: the GEMV
          # kernel's CUDA tests, then the shipped GEMVs per linear and the q/k/v in the step's form, exact vs late
     timeout 200 python3 -m pytest -q -n 4 -p no:cacheprovider tests/kernels/test_gemv_kernel.py \
