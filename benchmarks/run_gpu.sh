@@ -155,6 +155,18 @@ decode_step_new_old() {
 # sweep_configs NAME "VERSIONS" "MODELS" LIMIT LINES ARGS...: bench_gemv_configs ARGS per model and kernel version
 # (eight processes fill Triton's cache, then one times every config) into gemv_configs_NAME.json, VER and MODEL in
 # NAME replaced; prints the last LINES lines of each. No log file: the device tool returns only a few files.
+headline_runs() {  # 1B and 8B decode steps (uncompiled, stock with CUDA graphs, ours graphed; eager attention), the chain
+  local tag=$1 spec model limit budget
+  for spec in llama-1b:190:150 llama-8b:250:200; do  # model:time limit:benchmark budget (s)
+    IFS=: read -r model limit budget <<< "$spec"
+    timeout "$limit" python3 benchmarks/bench_e2e.py --model "$model" --attn eager --workloads decode-1024 \
+      --variants eager stock+cudagraphs fusion_passes+graphstep --budget-s "$budget" \
+      --out "$OUT/e2e_decode_${tag}_${model}_eager.json" 2>&1 | grep -v Warning | tail -6
+  done
+  timeout 120 python3 benchmarks/bench_gemv_chain.py --rows 1 --variants cublas ours read \
+    --out "$OUT/gemv_chain_${tag}.json" 2>&1 | grep -v Warn | tail -16
+}
+
 sweep_configs() {
   local name=$1 versions=$2 models=$3 limit=$4 lines=$5 model ver i out
   shift 5
@@ -454,14 +466,7 @@ case "${1:-}" in
     packdecode_pair llama-1b 280 8 4 16 ;;
   headline)  # (session 35) the shipped code side by side in one call: 1B and 8B decode steps (the uncompiled model,
              # stock with CUDA graphs, ours with the graphed step; eager attention), then the chain per linear
-    timeout 190 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
-      --variants eager stock+cudagraphs fusion_passes+graphstep --budget-s 150 \
-      --out "$OUT/e2e_decode_s35_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -6
-    timeout 250 python3 benchmarks/bench_e2e.py --model llama-8b --attn eager --workloads decode-1024 \
-      --variants eager stock+cudagraphs fusion_passes+graphstep --budget-s 200 \
-      --out "$OUT/e2e_decode_s35_llama-8b_eager.json" 2>&1 | grep -v Warning | tail -6
-    timeout 120 python3 benchmarks/bench_gemv_chain.py --rows 1 --variants cublas ours read \
-      --out "$OUT/gemv_chain_s35.json" 2>&1 | grep -v Warn | tail -16 ;;
+    headline_runs s35 ;;
   s36)  # (session 36) HF generate with its default DynamicCache, model.forward compiled (no CUDA graphs): uncompiled,
         # stock, ours; then the Qwen2-shape 512 x 1 prefill, paired: stock, ours, ours without the packing
     timeout 330 python3 benchmarks/bench_generate.py --model llama-1b --attn sdpa --prompt 1024 --new 64 --few 16 \
@@ -912,14 +917,7 @@ case "${1:-}" in
          # measured on H100s only: 1B and 8B decode (uncompiled, stock with CUDA graphs, ours with the graphed step;
          # eager attention), then the chain per linear (as headline); s64_gemv: each GEMV with PDL, its own table
     nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { nvidia-smi -L; echo "not an H200: stop"; exit 0; }
-    timeout 190 python3 benchmarks/bench_e2e.py --model llama-1b --attn eager --workloads decode-1024 \
-      --variants eager stock+cudagraphs fusion_passes+graphstep --budget-s 150 \
-      --out "$OUT/e2e_decode_s64_llama-1b_eager.json" 2>&1 | grep -v Warning | tail -6
-    timeout 250 python3 benchmarks/bench_e2e.py --model llama-8b --attn eager --workloads decode-1024 \
-      --variants eager stock+cudagraphs fusion_passes+graphstep --budget-s 200 \
-      --out "$OUT/e2e_decode_s64_llama-8b_eager.json" 2>&1 | grep -v Warning | tail -6
-    timeout 120 python3 benchmarks/bench_gemv_chain.py --rows 1 --variants cublas ours read \
-      --out "$OUT/gemv_chain_s64.json" 2>&1 | grep -v Warn | tail -16 ;;
+    headline_runs s64 ;;
   s64_gemv)  # (session 64) each shipped GEMV with PDL and plain, and the q/k/v in the step's form, 1B and 8B, this GPU's table
     timeout 200 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b 8b --out "$OUT/pdl_shipped.json" \
       2>&1 | grep -v Warn | grep -v '^{' | tail -16
