@@ -152,9 +152,6 @@ decode_step_new_old() {
   done
 }
 
-# sweep_configs NAME "VERSIONS" "MODELS" LIMIT LINES ARGS...: bench_gemv_configs ARGS per model and kernel version
-# (eight processes fill Triton's cache, then one times every config) into gemv_configs_NAME.json, VER and MODEL in
-# NAME replaced; prints the last LINES lines of each. No log file: the device tool returns only a few files.
 headline_runs() {  # 1B and 8B decode steps (uncompiled, stock with CUDA graphs, ours graphed; eager attention), the chain
   local tag=$1 spec model limit budget
   for spec in llama-1b:190:150 llama-8b:250:200; do  # model:time limit:benchmark budget (s)
@@ -167,6 +164,9 @@ headline_runs() {  # 1B and 8B decode steps (uncompiled, stock with CUDA graphs,
     --out "$OUT/gemv_chain_${tag}.json" 2>&1 | grep -v Warn | tail -16
 }
 
+# sweep_configs NAME "VERSIONS" "MODELS" LIMIT LINES ARGS...: bench_gemv_configs ARGS per model and kernel version
+# (eight processes fill Triton's cache, then one times every config) into gemv_configs_NAME.json, VER and MODEL in
+# NAME replaced; prints the last LINES lines of each. No log file: the device tool returns only a few files.
 sweep_configs() {
   local name=$1 versions=$2 models=$3 limit=$4 lines=$5 model ver i out
   shift 5
@@ -913,16 +913,6 @@ case "${1:-}" in
   s59)  # (session 59, logs/s59_run1) design 28: the 1B q/k/v with one program an SM holding its whole share (24
          # rows, 255 registers: the next kernel's program fits beside) against 8-16 rows a program, bare and with the norm
     timeout 400 python3 benchmarks/probe_whole_share.py --out "$OUT/whole_share.json" 2>&1 | grep -v Warn | tail -22 ;;
-  s64)  # (session 64) on an H200 only (else it stops at once): the shipped code with PDL, default since session 48 and
-         # measured on H100s only: 1B and 8B decode (uncompiled, stock with CUDA graphs, ours with the graphed step;
-         # eager attention), then the chain per linear (as headline); s64_gemv: each GEMV with PDL, its own table
-    nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { nvidia-smi -L; echo "not an H200: stop"; exit 0; }
-    headline_runs s64 ;;
-  s64_gemv)  # (session 64) each shipped GEMV with PDL and plain, and the q/k/v in the step's form, 1B and 8B, this GPU's table
-    timeout 200 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b 8b --out "$OUT/pdl_shipped.json" \
-      2>&1 | grep -v Warn | grep -v '^{' | tail -16
-    timeout 150 python3 benchmarks/probe_pdl_preload.py --qkv-kv --shapes 1b 8b --out "$OUT/pdl_qkv_kv.json" 2>&1 \
-      | grep -v Warn | grep -v '^{' | tail -12 ;;
   s60)  # (session 60) design 29: the late norm (1/rms after the dots) in the persistent / PDL form too: the GEMV
          # kernel's CUDA tests, then the shipped GEMVs per linear and the q/k/v in the step's form, exact vs late
     timeout 200 python3 -m pytest -q -n 4 -p no:cacheprovider tests/kernels/test_gemv_kernel.py \
@@ -938,8 +928,18 @@ case "${1:-}" in
     timeout "${LIMIT:-540}" python3 benchmarks/generation_parity.py --attn eager sdpa \
       --variants fusion_passes+cudagraphs fusion_passes+normlate+cudagraphs --out "$OUT/parity_normlate.json" 2>&1 \
       | grep -v Warn | tail -12 ;;
+  s64)  # (session 64) on an H200 only (else it stops at once): the shipped code with PDL, default since session 48 and
+         # measured on H100s only: 1B and 8B decode (uncompiled, stock with CUDA graphs, ours with the graphed step;
+         # eager attention), then the chain per linear (as headline); s64_gemv: each GEMV with PDL, its own table
+    nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { nvidia-smi -L; echo "not an H200: stop"; exit 0; }
+    headline_runs s64 ;;
+  s64_gemv)  # (session 64) each shipped GEMV with PDL and plain, and the q/k/v in the step's form, 1B and 8B, this GPU's table
+    timeout 200 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b 8b --out "$OUT/pdl_shipped.json" \
+      2>&1 | grep -v Warn | grep -v '^{' | tail -16
+    timeout 150 python3 benchmarks/probe_pdl_preload.py --qkv-kv --shapes 1b 8b --out "$OUT/pdl_qkv_kv.json" 2>&1 \
+      | grep -v Warn | grep -v '^{' | tail -12 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
-  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b|s49c|s50|s50b|s50c|s50d|s50mma|s51|s51b|s51c|s52|s52b|s53|s53b|s53c|s54|s55|s56|s56b|s59|s60|s61" >&2
+  *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b|s49c|s50|s50b|s50c|s50d|s50mma|s51|s51b|s51c|s52|s52b|s53|s53b|s53c|s54|s55|s56|s56b|s59|s60|s61|s64|s64_gemv" >&2
      exit 2 ;;
 esac
