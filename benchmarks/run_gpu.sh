@@ -164,6 +164,17 @@ headline_runs() {  # 1B and 8B decode steps (uncompiled, stock with CUDA graphs,
     --out "$OUT/gemv_chain_${tag}.json" 2>&1 | grep -v Warn | tail -16
 }
 
+# shipped_pdl_gemvs TAG ARGS...: each shipped GEMV with PDL and plain, then the q/k/v in the step's form (the cache
+# write), 1B and 8B (probe_pdl_preload.py ... ARGS) into pdl_shipped_TAG.json and pdl_qkv_kv_TAG.json
+shipped_pdl_gemvs() {
+  local tag=$1
+  shift
+  timeout 150 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b 8b "$@" \
+    --out "$OUT/pdl_shipped_$tag.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -16
+  timeout 120 python3 benchmarks/probe_pdl_preload.py --qkv-kv --shapes 1b 8b "$@" \
+    --out "$OUT/pdl_qkv_kv_$tag.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -12
+}
+
 # sweep_configs NAME "VERSIONS" "MODELS" LIMIT LINES ARGS...: bench_gemv_configs ARGS per model and kernel version
 # (eight processes fill Triton's cache, then one times every config) into gemv_configs_NAME.json, VER and MODEL in
 # NAME replaced; prints the last LINES lines of each. No log file: the device tool returns only a few files.
@@ -918,10 +929,7 @@ case "${1:-}" in
     timeout 200 python3 -m pytest -q -n 4 -p no:cacheprovider tests/kernels/test_gemv_kernel.py \
       > "$OUT/gemv_kernel_tests.log" 2>&1; tail -3 "$OUT/gemv_kernel_tests.log"
     for norm in exact late; do
-      FUSION_PASSES_GEMV_NORM=$norm timeout 150 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b 8b \
-        --table-as "NVIDIA H200" --out "$OUT/pdl_shipped_$norm.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -16
-      FUSION_PASSES_GEMV_NORM=$norm timeout 120 python3 benchmarks/probe_pdl_preload.py --qkv-kv --shapes 1b 8b \
-        --table-as "NVIDIA H200" --out "$OUT/pdl_qkv_kv_$norm.json" 2>&1 | grep -v Warn | grep -v '^{' | tail -12
+      FUSION_PASSES_GEMV_NORM=$norm shipped_pdl_gemvs "$norm" --table-as "NVIDIA H200"
     done ;;
   s61)  # (session 61) greedy parity of design 29's late norm (owed since session 60): 64 tokens, seeded random 1B,
          # both attentions, ours as shipped and with FUSION_PASSES_GEMV_NORM=late, CUDA graphs
@@ -934,10 +942,7 @@ case "${1:-}" in
     nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { nvidia-smi -L; echo "not an H200: stop"; exit 0; }
     headline_runs s64 ;;
   s64_gemv)  # (session 64) each shipped GEMV with PDL and plain, and the q/k/v in the step's form, 1B and 8B, this GPU's table
-    timeout 200 python3 benchmarks/probe_pdl_preload.py --shipped-only --shapes 1b 8b --out "$OUT/pdl_shipped.json" \
-      2>&1 | grep -v Warn | grep -v '^{' | tail -16
-    timeout 150 python3 benchmarks/probe_pdl_preload.py --qkv-kv --shapes 1b 8b --out "$OUT/pdl_qkv_kv.json" 2>&1 \
-      | grep -v Warn | grep -v '^{' | tail -12 ;;
+    shipped_pdl_gemvs s64 ;;
   overhead)
     python3 benchmarks/decode_overhead.py --out "$OUT/decode_overhead.json" 2>&1 | grep -v Warn | tail -70 ;;
   *) echo "usage: $0 tests|tests1|tests2|decode|profile|prefill|kernels|gemv|decode8b|prefill_cg|prefill8b|prefill_b8|decode_rope|decode_nocg|prefill8b_rest|prefill8b_cg|decode8b_eager|decode_nocg8b|inline_tests|inline|kv_tests|kv|kv_bench|combo|code|profile_kv|final|graphs|generate|table|configs|persist|prefill_host|host_ops|paired_prefill|paired_parts|paired_nopack_cg|paired_nopack|profile_prefill|sdpa_forms|sdpa_prefill|sdpa_prefill_rest|sdpa_prefill8b|padded|chain|design|diag_generate|kernel_tests|normlate|validate1|validate2|validate3|validate4|validate5|l2pf|ncu|constdims|s26|kvsweep|s26_final|regcap|overhead|peers|pdl|s46_tests|s46_decode|s46_all|s47|s47b|s47c|s48|s48b|s48c|qkv_parts|s49|s49b|s49c|s50|s50b|s50c|s50d|s50mma|s51|s51b|s51c|s52|s52b|s53|s53b|s53c|s54|s55|s56|s56b|s59|s60|s61|s64|s64_gemv" >&2
