@@ -21,7 +21,7 @@ try:
 except ImportError:  # pragma: no cover - an older or unusual triton build
     GPUTarget = None
 
-from fusion_passes.kernels import decode_attention, gemv, gemv_table
+from fusion_passes.kernels import LAUNCH_OPTIONS, decode_attention, gemv, gemv_table
 
 pytestmark = pytest.mark.skipif(
     GPUTarget is None or not gemv.HAS_TRITON or gemv.INTERPRETED, reason="needs triton's compiler (not the interpreter)"
@@ -31,7 +31,8 @@ HOPPER = dict(backend="cuda", arch=90, warp_size=32)
 
 
 def compile_for_hopper(fn, types: dict, constexprs: dict, aligned: tuple = (), **options) -> dict:
-    """Compile the @triton.jit (or @gluon.jit) ``fn`` for sm_90; ``types``: argument -> triton type ("*bf16", "i32",
+    """Compile the @triton.jit (or @gluon.jit) ``fn`` for sm_90 with the options our launches request
+    (``kernels.LAUNCH_OPTIONS``, then ``options``); ``types``: argument -> triton type ("*bf16", "i32",
     "fp32", "tensordesc<...>"),
     every other argument is a constexpr from ``constexprs`` (None where the kernel takes an absent tensor).
     ``aligned``: arguments known to be multiples of 16, as Triton's launcher specialises them at run time."""
@@ -44,7 +45,7 @@ def compile_for_hopper(fn, types: dict, constexprs: dict, aligned: tuple = (), *
         if getattr(fn, "is_gluon", lambda: False)():
             from triton.experimental.gluon._runtime import GluonASTSource as source
         kernel = triton.compile(source(fn=fn, signature=sig, constexprs=const, attrs=attrs),
-                                target=GPUTarget(**HOPPER), options=options)
+                                target=GPUTarget(**HOPPER), options={**LAUNCH_OPTIONS, **options})
     except RuntimeError as e:  # ptxas missing from this triton build: nothing to check here
         if "ptxas" in str(e).lower():
             pytest.skip(f"no ptxas: {e}")

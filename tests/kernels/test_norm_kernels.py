@@ -12,7 +12,7 @@ rows only for a small hidden size (where one program handles 16 rows).
 import pytest
 import torch
 
-from fusion_passes.kernels import norms
+from fusion_passes.kernels import LAUNCH_OPTIONS, norms
 from tests.kernels import run_in_interpreter
 
 DEVICE = "cuda" if torch.cuda.is_available() else ("cpu" if norms.INTERPRETED else None)
@@ -207,7 +207,7 @@ def _compile_for_h100(dtype, variant, hidden, num_warps, eps_ptr=False):
         constexprs={(kernel.arg_names.index(k),): v for k, v in consts.items()},
         attrs={(kernel.arg_names.index(a),): [["tt.divisibility", 16]] for a in aligned},
     )
-    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={**LAUNCH_OPTIONS, "num_warps": num_warps})
 
 
 @pytest.mark.skipif(not norms.HAS_TRITON or norms.INTERPRETED, reason="needs triton's compiler (not the interpreter)")
