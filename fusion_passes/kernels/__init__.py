@@ -3,8 +3,8 @@
 # Passed at every launch of our Triton kernels. Left unset, Triton's default decides whether a product and the add it
 # feeds round once (an FMA) or twice: on up to Triton 3.9 (which warns that it is unset), off from 3.10. Every GPU
 # figure and test of these kernels ran with it on, and Inductor requests it for its own kernels. Inductor's code for
-# a traced user kernel passes it on from torch 2.15; 2.11 - 2.14 drop it there, and their Tritons (3.6 - 3.8)
-# default to on.
+# a traced user kernel passes it on from torch 2.15; 2.11 - 2.14 drop it there (Tritons up to 3.9 default to
+# on).
 LAUNCH_OPTIONS = {"enable_fp_fusion": True}
 
 
