@@ -8,6 +8,7 @@ triton wheel. A kernel change that only the GPU compiler rejects then fails here
 import os
 import re
 import subprocess
+import sys
 import tempfile
 from typing import Optional
 
@@ -392,3 +393,20 @@ def test_pdl_decode_attention_waits_before_any_load():
         before, after = before_and_after_the_wait(compile_for_hopper(kernel, kinds, constexprs, num_warps=4)["cubin"])
         assert not [s for s in before if s.startswith(("LDG", "STG"))], (kernel, before)
         assert any(s.startswith("LDG") for s in after)
+
+
+def test_launch_options_keep_the_fmas_whatever_tritons_default(monkeypatch):
+    """Compiled with ``kernels.LAUNCH_OPTIONS``, as every launch is, the 1B q/k/v in the step's form (persistent,
+    PDL, cache write) has the same PTX whatever Triton's default for FP fusion, which Triton 3.10 turns off. Without
+    them, under that default, none of its products is fused into an add (24 FMAs with triton 3.9, then none)."""
+    entry = next(e for e in PERSISTENT_ENTRIES if entry_id(e) == "kv-2048-2048-512-512")
+
+    def ptx(default: str, options: dict) -> str:
+        monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", default)
+        monkeypatch.setattr(sys.modules[__name__], "LAUNCH_OPTIONS", options)
+        return compile_persistent_entry(entry, {"PDL": True})[0]["ptx"]
+
+    fused = ptx("1", LAUNCH_OPTIONS)
+    assert re.findall(r"\bfma\.rn\.f32\b", fused)
+    assert ptx("0", LAUNCH_OPTIONS) == fused
+    assert not re.findall(r"\bfma\.rn\.f32\b", ptx("0", {}))
