@@ -104,9 +104,9 @@ def save_outputs(path: str) -> None:
     out["o_proj"] = gemv_out(x1)
     out["o_proj_pdl"] = gemv_out(x1, pdl=True)
     persistent = dict(BLOCK_N=2, BLOCK_K=2048, PREFETCH=True, ACC1D=True, PERSIST=2, num_warps=4, num_stages=1)
-    out["persistent"] = gemv_out(x1, config=persistent, residual=None, norm=nw)
-    y = torch.empty(1, 2048, device=dev, dtype=bf16)  # a launch with a config returns the compiled kernel
-    compiled = gemv._launch(x1, w, None, None, nw, 1e-5, 0.0, True, None, False, y, config=persistent)
+    out["persistent"] = torch.empty(1, 2048, device=dev, dtype=bf16)
+    compiled = gemv._launch(x1, w, None, None, nw, 1e-5, 0.0, True, None, False, out["persistent"],
+                            config=persistent)  # a launch with a config returns the compiled kernel
     out["persistent_fp32_fmas"] = torch.tensor(compiled.asm["ptx"].count("fma.rn.f32"))
     out["tile"] = gemv_out(x4, config=dict(BLOCK_N=16, BLOCK_K=64, PREFETCH=False, num_warps=4, num_stages=2),
                            residual=None, norm=nw)
