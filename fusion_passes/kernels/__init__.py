@@ -8,6 +8,12 @@
 LAUNCH_OPTIONS = {"enable_fp_fusion": True}
 
 
+def launch_options(with_pdl: bool = False) -> dict:
+    """A launch's keyword arguments: ``LAUNCH_OPTIONS``, and programmatic dependent launch where the caller chose it
+    (``kernels.pdl``; Triton's own launcher only, never through ``wrap_triton``)."""
+    return {**LAUNCH_OPTIONS, "launch_pdl": True} if with_pdl else dict(LAUNCH_OPTIONS)
+
+
 def is_interpreted(kernel) -> bool:
     """Whether the Triton ``kernel`` (a JITFunction, as the module defined it) runs in Triton's interpreter:
     ``TRITON_INTERPRET=1`` was set before triton was imported. Then it also runs on CPU tensors (the tests)."""

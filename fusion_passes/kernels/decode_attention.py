@@ -44,7 +44,7 @@ from typing import Optional
 import torch
 from torch.library import triton_op, wrap_triton
 
-from . import LAUNCH_OPTIONS, ieee_fp32_dot, is_interpreted, pdl
+from . import ieee_fp32_dot, is_interpreted, launch_options, pdl
 from .pdl import gdc_launch_dependents, gdc_wait  # noqa: F401 - the kernels' PDL branches call them
 
 try:
@@ -248,7 +248,7 @@ def _launch(q, k, v, mask, scale, is_causal, out, traced: bool, softcap: float =
     acc_part = torch.empty((parts, block_dv), dtype=torch.float32, device=q.device)
     launch = wrap_triton if traced and q.device.type == "cuda" else (lambda kernel: kernel)
     with_pdl = pdl_launch and not traced and pdl.supported(q.device)
-    launch_opts = {**LAUNCH_OPTIONS, **({"launch_pdl": True} if with_pdl else {})}
+    launch_opts = launch_options(with_pdl)
     # every constexpr passed, defaults or not: Inductor's launcher for a traced user kernel takes no defaults
     pf = dict(PREFETCH=False, PF_PER=0, PF_LINE=1)
     if prefetch is not None and prefetch.is_cuda and not INTERPRETED:

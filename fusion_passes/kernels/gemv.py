@@ -133,7 +133,7 @@ from typing import Optional
 import torch
 from torch.library import triton_op, wrap_triton
 
-from . import LAUNCH_OPTIONS, gemv_table, ieee_fp32_dot, is_interpreted, pdl
+from . import gemv_table, ieee_fp32_dot, is_interpreted, launch_options, pdl
 from .pdl import gdc_launch_dependents, gdc_wait  # noqa: F401 - the kernel's PDL branch calls them
 
 try:
@@ -832,14 +832,10 @@ def _launch(x, w0, w1, w2, norm_weight, eps, norm_offset, norm_cast, residual, s
                              f"BLOCK_K = {config['BLOCK_K']}")
         if x.device.type == "cuda":  # the interpreter takes no compiler options
             config = _with_register_cap(config)
-        if launch_pdl:
-            config["launch_pdl"] = True
-        return _gemv_kernel[grid(config)](*args, **meta, **config, **LAUNCH_OPTIONS)
+        return _gemv_kernel[grid(config)](*args, **meta, **config, **launch_options(launch_pdl))
     kernel = _gemv_m16 if meta["BLOCK_M"] > 1 else _m1_kernel(x.device, meta, k, n0, n1, n2, prefetch)
-    if launch_pdl:
-        kernel[grid](*args, **meta, **LAUNCH_OPTIONS, launch_pdl=True)
-    else:
-        wrap_triton(kernel)[grid](*args, **meta, **LAUNCH_OPTIONS)
+    # PDL needs Triton's own launcher; otherwise wrap_triton, so that tracing puts the kernel into the graph
+    (kernel if launch_pdl else wrap_triton(kernel))[grid](*args, **meta, **launch_options(launch_pdl))
 
 
 def _bias_pointers(biases) -> tuple:

@@ -37,7 +37,7 @@ from typing import Optional
 import torch
 from torch.library import triton_op, wrap_triton
 
-from . import LAUNCH_OPTIONS, is_interpreted
+from . import is_interpreted, launch_options
 
 try:
     import triton
@@ -177,9 +177,9 @@ def _launch(x, residual, weight, bias, h, y, eps, eps_tensor, weight_offset, is_
     )  # fmt: skip
     if INTERPRETED and x.device.type != "cuda":
         # the autotuner would benchmark each config in the (slow) interpreter: run one config directly
-        _norm_kernel.fn[grid](*args, **meta, num_warps=4, **LAUNCH_OPTIONS)
+        _norm_kernel.fn[grid](*args, **meta, num_warps=4, **launch_options())
     else:
-        wrap_triton(_norm_kernel)[grid](*args, **meta, **LAUNCH_OPTIONS)
+        wrap_triton(_norm_kernel)[grid](*args, **meta, **launch_options())
 
 
 def _use_triton(x: torch.Tensor) -> bool:
